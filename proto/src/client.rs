@@ -1,0 +1,289 @@
+//! [`CriClient`]: a CRI v1 client on a unix socket with a connect timeout and per-call deadlines.
+
+use std::future::Future;
+use std::os::unix::fs::FileTypeExt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+use crate::cri::image_service_client::ImageServiceClient;
+use crate::cri::runtime_service_client::RuntimeServiceClient;
+use crate::cri::{self};
+use crate::endpoint::UnixEndpoint;
+use crate::error::{CallError, CallErrorKind, ConnectError};
+
+/// The CRI API version this client speaks.
+pub const CRI_API_VERSION: &str = "v1";
+
+/// Timeouts for a [`CriClient`].
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Reaching the socket and getting the runtime's `Version` answer.
+    pub connect_timeout: Duration,
+    /// Each unary call (upstream's `--runtime-request-timeout`, 2 min by default).
+    pub call_timeout: Duration,
+    /// `PullImage`, which transfers whole images.
+    pub pull_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(120),
+            pull_timeout: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// A connected CRI v1 runtime (RuntimeService and ImageService on one socket).
+///
+/// Cloning is cheap: clones share the HTTP/2 connection.
+#[derive(Debug, Clone)]
+pub struct CriClient {
+    endpoint: String,
+    runtime: RuntimeServiceClient<Channel>,
+    images: ImageServiceClient<Channel>,
+    options: ClientOptions,
+    version: cri::VersionResponse,
+}
+
+impl CriClient {
+    /// Connects to `endpoint` and checks that it is a CRI v1 runtime.
+    ///
+    /// Fails within `options.connect_timeout` (plus the file check) with an error naming the
+    /// endpoint when the socket is missing, refuses connections, hangs, or is not CRI v1.
+    pub async fn connect(
+        endpoint: &UnixEndpoint,
+        options: ClientOptions,
+    ) -> Result<Self, ConnectError> {
+        let name = endpoint.to_string();
+        let path = endpoint.path().to_path_buf();
+        match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ConnectError::SocketMissing { endpoint: name, path });
+            }
+            Err(source) => return Err(ConnectError::Io { endpoint: name, source }),
+            Ok(m) if !m.file_type().is_socket() => {
+                return Err(ConnectError::NotASocket { endpoint: name, path });
+            }
+            Ok(_) => {}
+        }
+
+        // Connect once ourselves so refusals are told apart by io::ErrorKind, then hand that
+        // stream to the channel as its first connection; later reconnects dial the path again.
+        let first = tokio::time::timeout(options.connect_timeout, UnixStream::connect(&path))
+            .await
+            .map_err(|_| ConnectError::Timeout {
+                endpoint: name.clone(),
+                stage: "connect",
+                timeout: options.connect_timeout,
+            })?
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::ConnectionRefused => {
+                    ConnectError::Refused { endpoint: name.clone(), source }
+                }
+                _ => ConnectError::Io { endpoint: name.clone(), source },
+            })?;
+        let first = Arc::new(Mutex::new(Some(first)));
+        let channel = Endpoint::from_static("http://localhost")
+            .connect_timeout(options.connect_timeout)
+            .connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
+                let first = first.lock().unwrap_or_else(PoisonError::into_inner).take();
+                let path = path.clone();
+                async move {
+                    let stream = match first {
+                        Some(stream) => stream,
+                        None => UnixStream::connect(&path).await?,
+                    };
+                    Ok::<_, std::io::Error>(TokioIo::new(stream))
+                }
+            }));
+
+        let mut runtime = RuntimeServiceClient::new(channel.clone());
+        let mut request =
+            tonic::Request::new(cri::VersionRequest { version: CRI_API_VERSION.to_string() });
+        request.set_timeout(options.connect_timeout);
+        let version =
+            match tokio::time::timeout(options.connect_timeout, runtime.version(request)).await {
+                Err(_) => {
+                    return Err(ConnectError::Timeout {
+                        endpoint: name,
+                        stage: "Version",
+                        timeout: options.connect_timeout,
+                    });
+                }
+                Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => {
+                    return Err(ConnectError::NotCri {
+                        endpoint: name,
+                        reason: "it does not implement runtime.v1.RuntimeService/Version".into(),
+                    });
+                }
+                Ok(Err(status)) => {
+                    return Err(ConnectError::NotCri {
+                        endpoint: name,
+                        reason: format!("Version failed: {}: {}", status.code(), status.message()),
+                    });
+                }
+                Ok(Ok(response)) => response.into_inner(),
+            };
+        if version.runtime_api_version != CRI_API_VERSION {
+            return Err(ConnectError::WrongVersion {
+                endpoint: name,
+                runtime: format!("{} {}", version.runtime_name, version.runtime_version),
+                version: version.runtime_api_version,
+            });
+        }
+        Ok(Self {
+            endpoint: name,
+            runtime,
+            images: ImageServiceClient::new(channel),
+            options,
+            version,
+        })
+    }
+
+    /// The endpoint as given, with its scheme.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The runtime's answer to `Version` at connect time.
+    pub fn version(&self) -> &cri::VersionResponse {
+        &self.version
+    }
+
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    async fn unary<Req, Resp, Fut>(
+        &self,
+        rpc: &'static str,
+        deadline: Duration,
+        req: Req,
+        call: impl FnOnce(tonic::Request<Req>) -> Fut,
+    ) -> Result<Resp, CallError>
+    where
+        Fut: Future<Output = Result<tonic::Response<Resp>, tonic::Status>>,
+    {
+        let mut request = tonic::Request::new(req);
+        request.set_timeout(deadline);
+        let kind = match tokio::time::timeout(deadline, call(request)).await {
+            Ok(Ok(response)) => return Ok(response.into_inner()),
+            Ok(Err(status)) => CallErrorKind::Status(status),
+            Err(_) => CallErrorKind::DeadlineExceeded(deadline),
+        };
+        Err(CallError { rpc, endpoint: self.endpoint.clone(), kind })
+    }
+
+    /// `StopContainer`: the runtime may take the grace period before it kills, so the deadline
+    /// is the grace period plus the call timeout.
+    pub async fn stop_container(
+        &self,
+        container_id: &str,
+        grace: Duration,
+    ) -> Result<cri::StopContainerResponse, CallError> {
+        let mut c = self.runtime.clone();
+        let req = cri::StopContainerRequest {
+            container_id: container_id.to_string(),
+            timeout: i64::try_from(grace.as_secs()).unwrap_or(i64::MAX),
+        };
+        let deadline = self.options.call_timeout + grace;
+        self.unary(
+            "StopContainer",
+            deadline,
+            req,
+            move |r| async move { c.stop_container(r).await },
+        )
+        .await
+    }
+
+    /// `ExecSync`: the deadline is the command's own timeout plus the call timeout.
+    pub async fn exec_sync(
+        &self,
+        req: cri::ExecSyncRequest,
+    ) -> Result<cri::ExecSyncResponse, CallError> {
+        let mut c = self.runtime.clone();
+        let own = Duration::from_secs(u64::try_from(req.timeout).unwrap_or(0));
+        let deadline = self.options.call_timeout + own;
+        self.unary("ExecSync", deadline, req, move |r| async move { c.exec_sync(r).await }).await
+    }
+
+    /// `PullImage`, under the pull timeout rather than the call timeout.
+    pub async fn pull_image(
+        &self,
+        req: cri::PullImageRequest,
+    ) -> Result<cri::PullImageResponse, CallError> {
+        let mut c = self.images.clone();
+        let deadline = self.options.pull_timeout;
+        self.unary("PullImage", deadline, req, move |r| async move { c.pull_image(r).await }).await
+    }
+
+    /// `GetContainerEvents`: the stream has no deadline; opening it has the call deadline.
+    pub async fn get_container_events(
+        &self,
+    ) -> Result<tonic::Streaming<cri::ContainerEventResponse>, CallError> {
+        let mut c = self.runtime.clone();
+        self.unary(
+            "GetContainerEvents",
+            self.options.call_timeout,
+            cri::GetEventsRequest {},
+            move |r| async move { c.get_container_events(r).await },
+        )
+        .await
+    }
+}
+
+/// The unary calls that take the plain call deadline.
+macro_rules! unary_rpcs {
+    ($($svc:ident.$method:ident($Req:ident) -> $Resp:ident as $rpc:literal;)*) => {
+        impl CriClient {
+            $(
+                #[doc = concat!("CRI `", $rpc, "`, under the call deadline.")]
+                pub async fn $method(&self, req: cri::$Req) -> Result<cri::$Resp, CallError> {
+                    let mut c = self.$svc.clone();
+                    let deadline = self.options.call_timeout;
+                    self.unary($rpc, deadline, req, move |r| async move { c.$method(r).await })
+                        .await
+                }
+            )*
+        }
+    };
+}
+
+unary_rpcs! {
+    runtime.status(StatusRequest) -> StatusResponse as "Status";
+    runtime.run_pod_sandbox(RunPodSandboxRequest) -> RunPodSandboxResponse as "RunPodSandbox";
+    runtime.stop_pod_sandbox(StopPodSandboxRequest) -> StopPodSandboxResponse as "StopPodSandbox";
+    runtime.remove_pod_sandbox(RemovePodSandboxRequest) -> RemovePodSandboxResponse
+        as "RemovePodSandbox";
+    runtime.pod_sandbox_status(PodSandboxStatusRequest) -> PodSandboxStatusResponse
+        as "PodSandboxStatus";
+    runtime.list_pod_sandbox(ListPodSandboxRequest) -> ListPodSandboxResponse as "ListPodSandbox";
+    runtime.create_container(CreateContainerRequest) -> CreateContainerResponse
+        as "CreateContainer";
+    runtime.start_container(StartContainerRequest) -> StartContainerResponse as "StartContainer";
+    runtime.remove_container(RemoveContainerRequest) -> RemoveContainerResponse
+        as "RemoveContainer";
+    runtime.list_containers(ListContainersRequest) -> ListContainersResponse as "ListContainers";
+    runtime.container_status(ContainerStatusRequest) -> ContainerStatusResponse
+        as "ContainerStatus";
+    runtime.exec(ExecRequest) -> ExecResponse as "Exec";
+    runtime.attach(AttachRequest) -> AttachResponse as "Attach";
+    runtime.port_forward(PortForwardRequest) -> PortForwardResponse as "PortForward";
+    runtime.reopen_container_log(ReopenContainerLogRequest) -> ReopenContainerLogResponse
+        as "ReopenContainerLog";
+    runtime.update_container_resources(UpdateContainerResourcesRequest)
+        -> UpdateContainerResourcesResponse as "UpdateContainerResources";
+    runtime.list_container_stats(ListContainerStatsRequest) -> ListContainerStatsResponse
+        as "ListContainerStats";
+    runtime.runtime_config(RuntimeConfigRequest) -> RuntimeConfigResponse as "RuntimeConfig";
+    images.list_images(ListImagesRequest) -> ListImagesResponse as "ListImages";
+    images.image_status(ImageStatusRequest) -> ImageStatusResponse as "ImageStatus";
+    images.remove_image(RemoveImageRequest) -> RemoveImageResponse as "RemoveImage";
+    images.image_fs_info(ImageFsInfoRequest) -> ImageFsInfoResponse as "ImageFsInfo";
+}
