@@ -97,7 +97,8 @@ impl OciImage {
             append(&mut tar, &name, blob)?;
         }
         let bytes = tar.into_inner()?;
-        let tmp = path.with_extension("tar.partial");
+        // Several test processes may write the same archive at once: each renames its own file.
+        let tmp = path.with_extension(format!("tar.{}.partial", std::process::id()));
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(&bytes)?;
         f.sync_all()?;
