@@ -115,10 +115,8 @@ impl ImageStore {
             spec: Some(cri::ImageSpec { image: id.clone(), ..Default::default() }),
             ..Default::default()
         });
-        if let Some(t) = r.tagged() {
-            if !image.repo_tags.contains(&t) {
-                image.repo_tags.push(t);
-            }
+        if let Some(t) = r.tagged().filter(|t| !image.repo_tags.contains(t)) {
+            image.repo_tags.push(t);
         }
         let repo_digest = format!("{}@{digest}", r.name);
         if !image.repo_digests.contains(&repo_digest) {

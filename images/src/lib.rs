@@ -228,7 +228,7 @@ mod tests {
         let busybox = Path::new(DEFAULT_BUSYBOX);
         let a = TestImage::Pause.build(busybox).unwrap();
         let b = TestImage::Pause.build(busybox).unwrap();
-        assert_eq!(a.manifest_digest(), b.manifest_digest());
+        assert_eq!(a.manifest_digest().unwrap(), b.manifest_digest().unwrap());
         let path = dir.path().join("pause.tar");
         a.write_archive(&path).unwrap();
         let mut names: Vec<String> = tar::Archive::new(std::fs::File::open(&path).unwrap())

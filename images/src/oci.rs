@@ -17,6 +17,7 @@ pub struct RunConfig {
 }
 
 /// One image: its name, its uncompressed layers (tar bytes, bottom first) and run config.
+/// Layers are stored gzip-compressed, as registries serve them, so pushing keeps the digests.
 #[derive(Debug, Clone)]
 pub struct OciImage {
     /// The full name containerd and the CRI know it by, e.g. `docker.io/library/busybox:1.35`.
@@ -36,14 +37,31 @@ fn descriptor(media_type: &str, data: &[u8]) -> serde_json::Value {
     json!({ "mediaType": media_type, "digest": digest(data), "size": data.len() })
 }
 
-const LAYER_TYPE: &str = "application/vnd.oci.image.layer.v1.tar";
+const LAYER_TYPE: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 const CONFIG_TYPE: &str = "application/vnd.oci.image.config.v1+json";
 const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
 
+/// Gzip with a fixed header (no name, mtime 0) so equal layers compress to equal bytes.
+fn gzip(data: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut gz =
+        flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::default());
+    gz.write_all(data)?;
+    gz.finish()
+}
+
+/// The blobs of an image: config, manifest and index documents and the compressed layers.
+struct Documents {
+    config: Vec<u8>,
+    manifest: Vec<u8>,
+    index: Vec<u8>,
+    layers: Vec<Vec<u8>>,
+}
+
 impl OciImage {
-    /// The image config, manifest and index documents (bytes), in that order.
-    fn documents(&self) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    fn documents(&self) -> std::io::Result<Documents> {
         let diff_ids: Vec<String> = self.layers.iter().map(|l| digest(l)).collect();
+        let compressed =
+            self.layers.iter().map(|l| gzip(l)).collect::<std::io::Result<Vec<_>>>()?;
         let config = json!({
             "created": "1970-01-01T00:00:00Z",
             "architecture": "amd64",
@@ -58,7 +76,7 @@ impl OciImage {
         })
         .to_string()
         .into_bytes();
-        let layers: Vec<_> = self.layers.iter().map(|l| descriptor(LAYER_TYPE, l)).collect();
+        let layers: Vec<_> = compressed.iter().map(|l| descriptor(LAYER_TYPE, l)).collect();
         let manifest = json!({
             "schemaVersion": 2,
             "mediaType": MANIFEST_TYPE,
@@ -76,22 +94,22 @@ impl OciImage {
         let index = json!({ "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [entry] })
             .to_string()
             .into_bytes();
-        (config, manifest, index)
+        Ok(Documents { config, manifest, index, layers: compressed })
     }
 
     /// The manifest digest (what a registry and containerd report as the repo digest).
-    pub fn manifest_digest(&self) -> String {
-        digest(&self.documents().1)
+    pub fn manifest_digest(&self) -> std::io::Result<String> {
+        Ok(digest(&self.documents()?.manifest))
     }
 
     /// Writes the OCI layout as a tar archive at `path`.
     pub fn write_archive(&self, path: &Path) -> std::io::Result<()> {
-        let (config, manifest, index) = self.documents();
+        let docs = self.documents()?;
         let mut tar = tar::Builder::new(Vec::new());
         append(&mut tar, "oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#)?;
-        append(&mut tar, "index.json", &index)?;
-        let mut blobs: Vec<&[u8]> = vec![&config, &manifest];
-        blobs.extend(self.layers.iter().map(Vec::as_slice));
+        append(&mut tar, "index.json", &docs.index)?;
+        let mut blobs: Vec<&[u8]> = vec![&docs.config, &docs.manifest];
+        blobs.extend(docs.layers.iter().map(Vec::as_slice));
         for blob in blobs {
             let name = format!("blobs/sha256/{}", &digest(blob)["sha256:".len()..]);
             append(&mut tar, &name, blob)?;

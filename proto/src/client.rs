@@ -18,6 +18,11 @@ use crate::error::{CallError, CallErrorKind, ConnectError};
 /// The CRI API version this client speaks.
 pub const CRI_API_VERSION: &str = "v1";
 
+/// How much later than our own deadline the runtime is told to give up (`grpc-timeout`). tonic
+/// enforces that header on the client side too, as an untyped "cancelled"; the slack makes our
+/// own timer fire first, so a deadline is always reported as [`CallErrorKind::DeadlineExceeded`].
+const SERVER_DEADLINE_SLACK: Duration = Duration::from_millis(100);
+
 /// Timeouts for a [`CriClient`].
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -89,9 +94,10 @@ impl CriClient {
                 _ => ConnectError::Io { endpoint: name.clone(), source },
             })?;
         let first = Arc::new(Mutex::new(Some(first)));
-        let channel = Endpoint::from_static("http://localhost")
-            .connect_timeout(options.connect_timeout)
-            .connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
+        // No transport-level timeout: every call below carries its own deadline, which also
+        // bounds reconnects, and reports it as ours rather than as a transport message.
+        let channel = Endpoint::from_static("http://localhost").connect_with_connector_lazy(
+            tower::service_fn(move |_: Uri| {
                 let first = first.lock().unwrap_or_else(PoisonError::into_inner).take();
                 let path = path.clone();
                 async move {
@@ -101,12 +107,13 @@ impl CriClient {
                     };
                     Ok::<_, std::io::Error>(TokioIo::new(stream))
                 }
-            }));
+            }),
+        );
 
         let mut runtime = RuntimeServiceClient::new(channel.clone());
         let mut request =
             tonic::Request::new(cri::VersionRequest { version: CRI_API_VERSION.to_string() });
-        request.set_timeout(options.connect_timeout);
+        request.set_timeout(options.connect_timeout + SERVER_DEADLINE_SLACK);
         let version =
             match tokio::time::timeout(options.connect_timeout, runtime.version(request)).await {
                 Err(_) => {
@@ -171,7 +178,7 @@ impl CriClient {
         Fut: Future<Output = Result<tonic::Response<Resp>, tonic::Status>>,
     {
         let mut request = tonic::Request::new(req);
-        request.set_timeout(deadline);
+        request.set_timeout(deadline + SERVER_DEADLINE_SLACK);
         let kind = match tokio::time::timeout(deadline, call(request)).await {
             Ok(Ok(response)) => return Ok(response.into_inner()),
             Ok(Err(status)) => CallErrorKind::Status(status),

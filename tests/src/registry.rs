@@ -99,7 +99,7 @@ impl Registry {
             if !output.status.success() {
                 bail!("skopeo copy to {dest} failed: {}", String::from_utf8_lossy(&output.stderr));
             }
-            let digest = image.build(Path::new(images::DEFAULT_BUSYBOX))?.manifest_digest();
+            let digest = image.build(Path::new(images::DEFAULT_BUSYBOX))?.manifest_digest()?;
             pushed.push((image, digest));
         }
         Ok(pushed)

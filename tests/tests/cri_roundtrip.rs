@@ -1,6 +1,8 @@
 //! One CRI round trip (sandbox, busybox container, its log, stop, remove), the same body run
 //! against the fake runtime and against real containerd.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use anyhow::Context;
 use e2e::containerd::Containerd;
 use e2e::cri_suite::{self, BUSYBOX, GREETER, GREETER_STDERR, GREETER_STDOUT, Target};
