@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds, starts a private containerd with the offline
+# test images and runs a busybox pod through our CRI client, printing its output. Ctrl-C stops
+# everything and removes what it created. Pass --once to tear down right after the output.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "local-up.sh: run as root: it starts containerd, mounts filesystems and creates network interfaces" >&2
+  exit 1
+fi
+hack/install-deps.sh
+cargo build --locked --release -p e2e --bin local-up
+exec target/release/local-up "$@"

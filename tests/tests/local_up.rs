@@ -1,0 +1,20 @@
+//! The README's main-job command runs (the `local-up` binary behind `hack/local-up.sh`).
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::process::Command;
+
+use e2e::require;
+
+#[test]
+fn local_up_runs_a_busybox_pod_prints_its_output_and_cleans_up() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_local-up")).arg("--once").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "local-up failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("[stdout] hello from busybox in pod hello"), "{stdout}");
+    assert!(stdout.contains("[stdout] pod IP 10."), "{stdout}");
+    assert!(stdout.contains("nothing left behind"), "{stdout}");
+}
