@@ -13,7 +13,11 @@ fn local_up_runs_a_busybox_pod_prints_its_output_and_cleans_up() {
     }
     let out = Command::new(env!("CARGO_BIN_EXE_local-up")).arg("--once").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "local-up failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "local-up failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("[stdout] hello from busybox in pod hello"), "{stdout}");
     assert!(stdout.contains("[stdout] pod IP 10."), "{stdout}");
     assert!(stdout.contains("nothing left behind"), "{stdout}");

@@ -18,11 +18,15 @@ const POD: &str = "hello";
 async fn run_hello_pod(containerd: &Containerd) -> anyhow::Result<PathBuf> {
     let client = containerd.client().await?;
     let log_root = containerd.dir().join("pods");
-    let target = Target { client: &client, cgroup_parent: containerd.cgroup_parent(), log_root: &log_root };
+    let target =
+        Target { client: &client, cgroup_parent: containerd.cgroup_parent(), log_root: &log_root };
     let config = sandbox_config(&target, POD, "local-up-hello");
     std::fs::create_dir_all(&config.log_directory)?;
     let sandbox = client
-        .run_pod_sandbox(cri::RunPodSandboxRequest { config: Some(config.clone()), runtime_handler: String::new() })
+        .run_pod_sandbox(cri::RunPodSandboxRequest {
+            config: Some(config.clone()),
+            runtime_handler: String::new(),
+        })
         .await?
         .pod_sandbox_id;
     let script = "echo hello from busybox in pod $(hostname); echo kernel $(uname -r); \
@@ -35,7 +39,10 @@ async fn run_hello_pod(containerd: &Containerd) -> anyhow::Result<PathBuf> {
                 image: Some(cri::ImageSpec { image: BUSYBOX.into(), ..Default::default() }),
                 command: vec!["sh".into(), "-c".into(), script.into()],
                 log_path: format!("{POD}/0.log"),
-                labels: HashMap::from([("io.kubernetes.container.name".to_string(), POD.to_string())]),
+                labels: HashMap::from([(
+                    "io.kubernetes.container.name".to_string(),
+                    POD.to_string(),
+                )]),
                 ..Default::default()
             }),
             sandbox_config: Some(config.clone()),
@@ -48,10 +55,15 @@ async fn run_hello_pod(containerd: &Containerd) -> anyhow::Result<PathBuf> {
 
 /// Prints the pod's log lines as they arrive, until three are there or 10 s pass.
 async fn print_output(log: &PathBuf) -> anyhow::Result<()> {
-    let wait = e2e::eventually("the pod's output", Duration::from_secs(10), Duration::from_millis(50), || async {
-        let text = std::fs::read_to_string(log).ok()?;
-        (text.lines().count() >= 3).then_some(text)
-    });
+    let wait = e2e::eventually(
+        "the pod's output",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        || async {
+            let text = std::fs::read_to_string(log).ok()?;
+            (text.lines().count() >= 3).then_some(text)
+        },
+    );
     for line in wait.await?.lines() {
         let (stream, _, text) = parse_log_line(line)?;
         println!("  [{stream}] {text}");
@@ -62,7 +74,8 @@ async fn print_output(log: &PathBuf) -> anyhow::Result<()> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let once = std::env::args().any(|a| a == "--once");
-    let containerd = Containerd::start(Default::default()).await.context("start a private containerd")?;
+    let containerd =
+        Containerd::start(Default::default()).await.context("start a private containerd")?;
     let result = async {
         containerd.import_test_images()?;
         println!("containerd is up: {}", containerd.endpoint());
