@@ -1,0 +1,16 @@
+//! What several components must agree on, with no IO: the kubelet validates static pods with
+//! the same code apiserver-lite uses for API requests.
+//!
+//! - [`defaults`]: pod defaulting as the API server does it.
+//! - [`validation`]: `ValidatePodCreate` with upstream's field paths and messages.
+//! - [`quantity`]: resource quantities, parsed exactly.
+//! - [`qos`]: the pod QoS class.
+//! - [`keys`]: well-known label and annotation keys.
+//! - [`static_pod`]: static pod naming and UIDs.
+
+pub mod defaults;
+pub mod keys;
+pub mod qos;
+pub mod quantity;
+pub mod static_pod;
+pub mod validation;

@@ -1,0 +1,316 @@
+//! The kubelet's configuration: a subset of upstream's `KubeletConfiguration` (same YAML field
+//! names, same defaults) read from `--config`, with command-line flags overriding it.
+//!
+//! Fields of upstream's schema that we do not implement yet are accepted and logged once; a valid
+//! upstream config never fails to parse. Unknown fields are warned about, as upstream does.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::duration::GoDuration;
+
+/// Upstream's `KubeletConfiguration` fields this kubelet does not act on yet (accepted, logged).
+const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
+    "authentication",
+    "authorization",
+    "clusterDNS",
+    "clusterDomain",
+    "resolvConf",
+    "evictionHard",
+    "evictionSoft",
+    "evictionSoftGracePeriod",
+    "evictionPressureTransitionPeriod",
+    "imageGCHighThresholdPercent",
+    "imageGCLowThresholdPercent",
+    "imageMinimumGCAge",
+    "imageMaximumGCAge",
+    "serializeImagePulls",
+    "maxParallelImagePulls",
+    "registryPullQPS",
+    "registryBurst",
+    "eventRecordQPS",
+    "eventBurst",
+    "kubeAPIQPS",
+    "kubeAPIBurst",
+    "nodeStatusUpdateFrequency",
+    "nodeStatusReportFrequency",
+    "nodeLeaseDurationSeconds",
+    "rotateCertificates",
+    "serverTLSBootstrap",
+    "tlsCertFile",
+    "tlsPrivateKeyFile",
+    "tlsCipherSuites",
+    "tlsMinVersion",
+    "staticPodURL",
+    "staticPodURLHeader",
+    "httpCheckFrequency",
+    "enableServer",
+    "enableDebuggingHandlers",
+    "enableProfilingHandler",
+    "enableContentionProfiling",
+    "enableSystemLogHandler",
+    "failSwapOn",
+    "memorySwap",
+    "featureGates",
+    "systemReserved",
+    "kubeReserved",
+    "enforceNodeAllocatable",
+    "cpuManagerPolicy",
+    "memoryManagerPolicy",
+    "topologyManagerPolicy",
+    "podPidsLimit",
+    "containerLogMaxSize",
+    "containerLogMaxFiles",
+    "shutdownGracePeriod",
+    "shutdownGracePeriodCriticalPods",
+    "volumeStatsAggPeriod",
+    "volumePluginDir",
+    "providerID",
+    "protectKernelDefaults",
+    "makeIPTablesUtilChains",
+    "hairpinMode",
+    "logging",
+    "nodeStatusMaxImages",
+    "imageServiceEndpoint",
+    "localStorageCapacityIsolation",
+    "seccompDefault",
+    "registerNode",
+    "registerWithTaints",
+    "streamingConnectionIdleTimeout",
+];
+
+/// The config file as written: every field optional, unknown ones collected.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeletConfigFile {
+    pub kind: Option<String>,
+    pub api_version: Option<String>,
+    pub static_pod_path: Option<PathBuf>,
+    pub container_runtime_endpoint: Option<String>,
+    pub file_check_frequency: Option<GoDuration>,
+    pub sync_frequency: Option<GoDuration>,
+    pub runtime_request_timeout: Option<GoDuration>,
+    pub pod_logs_dir: Option<PathBuf>,
+    pub max_pods: Option<u32>,
+    pub cgroup_driver: Option<String>,
+    pub cgroup_root: Option<String>,
+    #[serde(rename = "cgroupsPerQOS")]
+    pub cgroups_per_qos: Option<bool>,
+    pub address: Option<IpAddr>,
+    pub port: Option<u16>,
+    pub read_only_port: Option<u16>,
+    pub healthz_port: Option<u16>,
+    pub healthz_bind_address: Option<IpAddr>,
+    /// Everything else: upstream fields we do not implement, and unknown ones.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+/// The effective configuration, defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KubeletConfig {
+    pub node_name: String,
+    pub static_pod_path: Option<PathBuf>,
+    pub container_runtime_endpoint: String,
+    pub file_check_frequency: Duration,
+    pub sync_frequency: Duration,
+    pub runtime_request_timeout: Duration,
+    pub pod_logs_dir: PathBuf,
+    pub root_dir: PathBuf,
+    pub max_pods: u32,
+    pub cgroup_driver: String,
+    pub cgroup_root: String,
+    pub cgroups_per_qos: bool,
+    pub address: IpAddr,
+    pub port: u16,
+    pub read_only_port: u16,
+    pub healthz_port: u16,
+    pub healthz_bind_address: IpAddr,
+    /// PLEG relist period (upstream's is fixed at 1 s).
+    pub pleg_relist_period: Duration,
+}
+
+impl Default for KubeletConfig {
+    /// Upstream's defaults for `kubelet.config.k8s.io/v1beta1`, with our manifest directory.
+    fn default() -> Self {
+        Self {
+            node_name: String::new(),
+            static_pod_path: Some(PathBuf::from("/etc/kubernetes/manifests")),
+            container_runtime_endpoint: "unix:///run/containerd/containerd.sock".into(),
+            file_check_frequency: Duration::from_secs(20),
+            sync_frequency: Duration::from_secs(60),
+            runtime_request_timeout: Duration::from_secs(120),
+            pod_logs_dir: PathBuf::from("/var/log/pods"),
+            root_dir: PathBuf::from("/var/lib/kubelet"),
+            max_pods: 110,
+            cgroup_driver: "cgroupfs".into(),
+            cgroup_root: "/".into(),
+            cgroups_per_qos: true,
+            address: IpAddr::from([0, 0, 0, 0]),
+            port: 10250,
+            read_only_port: 0,
+            healthz_port: 10248,
+            healthz_bind_address: IpAddr::from([127, 0, 0, 1]),
+            pleg_relist_period: Duration::from_secs(1),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading kubelet config {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("kubelet config {path}: {source}")]
+    Parse { path: PathBuf, source: serde_yaml_ng::Error },
+    #[error("kubelet config {path}: kind must be KubeletConfiguration, not {kind:?}")]
+    Kind { path: PathBuf, kind: String },
+    #[error("kubelet config {path}: cgroupDriver {driver:?} is not supported (use cgroupfs)")]
+    CgroupDriver { path: PathBuf, driver: String },
+    #[error("kubelet config: {field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
+}
+
+/// What a parsed file said beyond the fields we act on, for one log line each.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ConfigNotes {
+    pub accepted_not_implemented: Vec<String>,
+    pub unknown: Vec<String>,
+}
+
+impl KubeletConfigFile {
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let file: Self = serde_yaml_ng::from_str(text)
+            .map_err(|source| ConfigError::Parse { path: path.into(), source })?;
+        if let Some(kind) = file.kind.as_ref().filter(|k| *k != "KubeletConfiguration") {
+            return Err(ConfigError::Kind { path: path.into(), kind: kind.clone() });
+        }
+        if let Some(driver) = file.cgroup_driver.as_ref().filter(|d| *d != "cgroupfs") {
+            return Err(ConfigError::CgroupDriver { path: path.into(), driver: driver.clone() });
+        }
+        Ok(file)
+    }
+
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        Self::parse(path, &text)
+    }
+
+    pub fn notes(&self) -> ConfigNotes {
+        let mut notes = ConfigNotes::default();
+        for key in self.other.keys() {
+            if ACCEPTED_NOT_IMPLEMENTED.contains(&key.as_str()) {
+                notes.accepted_not_implemented.push(key.clone());
+            } else {
+                notes.unknown.push(key.clone());
+            }
+        }
+        notes
+    }
+
+    /// Lays the file over the defaults.
+    pub fn apply(&self, c: &mut KubeletConfig) {
+        if let Some(p) = &self.static_pod_path {
+            c.static_pod_path = (!p.as_os_str().is_empty()).then(|| p.clone());
+        }
+        macro_rules! take {
+            ($($field:ident),*) => { $( if let Some(v) = &self.$field { c.$field = v.clone().into(); } )* };
+        }
+        take!(container_runtime_endpoint, pod_logs_dir, max_pods, cgroup_root, cgroups_per_qos);
+        take!(address, port, read_only_port, healthz_port, healthz_bind_address, cgroup_driver);
+        for (field, target) in [
+            (self.file_check_frequency, &mut c.file_check_frequency),
+            (self.sync_frequency, &mut c.sync_frequency),
+            (self.runtime_request_timeout, &mut c.runtime_request_timeout),
+        ] {
+            if let Some(d) = field {
+                *target = d.0;
+            }
+        }
+    }
+}
+
+impl KubeletConfig {
+    /// Checks what the rest of the kubelet relies on.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |field, reason: &str| Err(ConfigError::Invalid { field, reason: reason.into() });
+        if self.node_name.is_empty() {
+            return invalid("nodeName", "empty (set --hostname-override)");
+        }
+        if api::validation::names::dns1123_subdomain(&self.node_name).is_some() {
+            return invalid("nodeName", "must be a lowercase RFC 1123 subdomain");
+        }
+        if self.max_pods == 0 {
+            return invalid("maxPods", "must be at least 1");
+        }
+        if self.file_check_frequency.is_zero() || self.sync_frequency.is_zero() {
+            return invalid("fileCheckFrequency/syncFrequency", "must be positive");
+        }
+        if !self.cgroup_root.starts_with('/') {
+            return invalid("cgroupRoot", "must be an absolute cgroup path");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UPSTREAM_STYLE: &str = r#"
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: /srv/manifests
+fileCheckFrequency: 5s
+syncFrequency: 1m0s
+maxPods: 30
+readOnlyPort: 10255
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+clusterDNS: ["10.96.0.10"]
+someTypoField: true
+"#;
+
+    #[test]
+    fn reads_upstream_field_names_and_keeps_going_on_unimplemented_ones() {
+        let file = KubeletConfigFile::parse(Path::new("k.yaml"), UPSTREAM_STYLE).unwrap();
+        let mut c = KubeletConfig { node_name: "node-a".into(), ..KubeletConfig::default() };
+        file.apply(&mut c);
+        assert_eq!(c.static_pod_path.as_deref(), Some(Path::new("/srv/manifests")));
+        assert_eq!(c.file_check_frequency, Duration::from_secs(5));
+        assert_eq!((c.max_pods, c.read_only_port), (30, 10255));
+        assert_eq!(c.container_runtime_endpoint, "unix:///run/containerd/containerd.sock");
+        let notes = file.notes();
+        assert_eq!(notes.accepted_not_implemented, ["authentication", "clusterDNS"]);
+        assert_eq!(notes.unknown, ["someTypoField"]);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn bad_files_name_the_file_and_the_problem() {
+        let p = Path::new("/etc/kubernetes/kubelet.yaml");
+        let err = KubeletConfigFile::parse(p, "kind: Pod\n").unwrap_err();
+        assert!(err.to_string().contains("/etc/kubernetes/kubelet.yaml") && err.to_string().contains("Pod"));
+        let err = KubeletConfigFile::parse(p, "fileCheckFrequency: often\n").unwrap_err();
+        assert!(err.to_string().contains("often"), "{err}");
+        let err = KubeletConfigFile::parse(p, "maxPods: -3\n").unwrap_err();
+        assert!(err.to_string().contains("kubelet.yaml"), "{err}");
+        let err = KubeletConfigFile::parse(p, "cgroupDriver: systemd\n").unwrap_err();
+        assert!(err.to_string().contains("systemd"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_static_pod_path_disables_the_file_source() {
+        let file = KubeletConfigFile::parse(Path::new("k"), "staticPodPath: \"\"\n").unwrap();
+        let mut c = KubeletConfig::default();
+        file.apply(&mut c);
+        assert_eq!(c.static_pod_path, None);
+    }
+}
