@@ -31,7 +31,8 @@ impl FromStr for GoDuration {
             let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
             let value: f64 = rest[..num_end].parse().map_err(|_| bad())?;
             rest = &rest[num_end..];
-            let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+            let unit_end =
+                rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
             let scale = match &rest[..unit_end] {
                 "ns" => 1e-9,
                 "us" | "µs" => 1e-6,

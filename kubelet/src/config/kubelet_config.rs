@@ -237,7 +237,8 @@ impl KubeletConfigFile {
 impl KubeletConfig {
     /// Checks what the rest of the kubelet relies on.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |field, reason: &str| Err(ConfigError::Invalid { field, reason: reason.into() });
+        let invalid =
+            |field, reason: &str| Err(ConfigError::Invalid { field, reason: reason.into() });
         if self.node_name.is_empty() {
             return invalid("nodeName", "empty (set --hostname-override)");
         }
@@ -297,7 +298,10 @@ someTypoField: true
     fn bad_files_name_the_file_and_the_problem() {
         let p = Path::new("/etc/kubernetes/kubelet.yaml");
         let err = KubeletConfigFile::parse(p, "kind: Pod\n").unwrap_err();
-        assert!(err.to_string().contains("/etc/kubernetes/kubelet.yaml") && err.to_string().contains("Pod"));
+        assert!(
+            err.to_string().contains("/etc/kubernetes/kubelet.yaml")
+                && err.to_string().contains("Pod")
+        );
         let err = KubeletConfigFile::parse(p, "fileCheckFrequency: often\n").unwrap_err();
         assert!(err.to_string().contains("often"), "{err}");
         let err = KubeletConfigFile::parse(p, "maxPods: -3\n").unwrap_err();

@@ -1,0 +1,62 @@
+//! Pod sources and their merge, as upstream's `pkg/kubelet/config`.
+//!
+//! - [`kubelet_config`]: the `KubeletConfiguration` subset and its defaults.
+//! - [`duration`]: Go-style durations in config files.
+//! - [`manifest`]: reading one static pod manifest.
+//! - [`file`]: the static pod directory source.
+//! - [`mux`]: merges sources into `PodUpdate`s (ADD, UPDATE, REMOVE, RECONCILE, DELETE).
+
+pub mod duration;
+pub mod file;
+pub mod kubelet_config;
+pub mod manifest;
+pub mod mux;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+/// Where pods come from (the value of `kubernetes.io/config.source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    File,
+    Api,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::File => api::keys::SOURCE_FILE,
+            Source::Api => api::keys::SOURCE_API,
+        }
+    }
+}
+
+/// A source's complete current set of pods (upstream's SET operation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceSet {
+    pub source: Source,
+    pub pods: Vec<Pod>,
+}
+
+/// What changed, per source, as the sync loop consumes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// New pods.
+    Add,
+    /// Pods whose spec, labels or annotations changed.
+    Update,
+    /// Pods gone from their source: terminate them.
+    Remove,
+    /// Pods whose status alone differs.
+    Reconcile,
+    /// Pods being deleted gracefully (deletionTimestamp set).
+    Delete,
+}
+
+#[derive(Debug, Clone)]
+pub struct PodUpdate {
+    pub op: Op,
+    pub source: Source,
+    pub pods: Vec<Arc<Pod>>,
+}

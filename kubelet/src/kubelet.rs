@@ -1,0 +1,200 @@
+//! Wiring: connects to the runtime, starts the sources, the mux, PLEG, the servers and the sync
+//! loop under one task tracker, and stops them all on cancellation, leaving pods running.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use proto::{ClientOptions, CriClient, UnixEndpoint};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::KubeletError;
+use crate::cm::{CgroupFs, CgroupLayout};
+use crate::config::Source;
+use crate::config::file::FileSource;
+use crate::config::kubelet_config::KubeletConfig;
+use crate::config::mux::{self, SourcesReady};
+use crate::events::Recorder;
+use crate::pleg::{self, Pleg, PlegHealth, RuntimePods};
+use crate::pod_workers::{PodWorkers, WorkQueue, WorkerContext};
+use crate::runtime::{RuntimeConfig, RuntimeManager};
+use crate::server::{self, ServerState};
+use crate::status::StatusManager;
+use crate::sync_loop::{Inputs, SyncLoop};
+
+/// The node's memory in bytes, from `/proc/meminfo` (for OOM score computation).
+fn memory_capacity() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// The address the node uses for outbound traffic (no packet is sent).
+fn host_ip() -> Option<String> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    socket.local_addr().ok().map(|a| a.ip().to_string()).filter(|ip| ip != "0.0.0.0")
+}
+
+/// Connects to the runtime, retrying (with a message each time) until it answers or `stop`.
+async fn connect_runtime(
+    endpoint: &UnixEndpoint,
+    options: ClientOptions,
+    stop: &CancellationToken,
+) -> Option<CriClient> {
+    let mut delay = Duration::from_millis(200);
+    loop {
+        match CriClient::connect(endpoint, options.clone()).await {
+            Ok(c) => {
+                let v = c.version();
+                tracing::info!(endpoint = %endpoint, runtime = %v.runtime_name, version = %v.runtime_version, "connected to the container runtime");
+                return Some(c);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "container runtime not available; retrying in {delay:?}")
+            }
+        }
+        tokio::select! {
+            () = stop.cancelled() => return None,
+            () = tokio::time::sleep(delay) => {}
+        }
+        delay = (delay * 2).min(Duration::from_secs(10));
+    }
+}
+
+/// Runs the kubelet until `stop` is cancelled. Pods keep running after it returns.
+pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), KubeletError> {
+    config.validate()?;
+    let endpoint: UnixEndpoint = config.container_runtime_endpoint.parse()?;
+    let options =
+        ClientOptions { call_timeout: config.runtime_request_timeout, ..ClientOptions::default() };
+    let Some(cri) = connect_runtime(&endpoint, options, &stop).await else { return Ok(()) };
+
+    let recorder = Recorder::default();
+    let host_ip = host_ip();
+    let runtime = Arc::new(RuntimeManager::new(
+        cri.clone(),
+        RuntimeConfig {
+            pod_logs_dir: config.pod_logs_dir.clone(),
+            root_dir: config.root_dir.clone(),
+            cgroups: CgroupLayout {
+                root: config.cgroup_root.clone(),
+                per_qos: config.cgroups_per_qos,
+            },
+            resolv_conf: std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
+            memory_capacity: memory_capacity(),
+            host_ip: host_ip.clone(),
+        },
+        Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
+    ));
+    let statuses = Arc::new(StatusManager::default());
+    let queue = Arc::new(WorkQueue::default());
+    let tasks = TaskTracker::new();
+    let child = stop.child_token();
+
+    let (sets_tx, sets_rx) = mpsc::channel(16);
+    let (updates_tx, updates_rx) = mpsc::channel(64);
+    let (pleg_tx, pleg_rx) = mpsc::channel(1024);
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let (pods_tx, pods_rx) = watch::channel(RuntimePods::default());
+    let (manifests_tx, manifests_rx) = watch::channel(Vec::new());
+    let pleg_health = Arc::new(PlegHealth::default());
+
+    let mut expected = Vec::new();
+    if let Some(dir) = &config.static_pod_path {
+        expected.push(Source::File);
+        let source = FileSource {
+            dir: dir.clone(),
+            node_name: config.node_name.clone(),
+            period: config.file_check_frequency,
+            recorder: recorder.clone(),
+        };
+        tasks.spawn(source.run(sets_tx.clone(), manifests_tx, child.clone()));
+    }
+    drop(sets_tx);
+    let sources_ready = Arc::new(SourcesReady::new(expected));
+    tasks.spawn(mux::run(sets_rx, updates_tx, sources_ready.clone(), child.clone()));
+    let relist = Pleg {
+        cri: cri.clone(),
+        period: config.pleg_relist_period,
+        events: pleg_tx.clone(),
+        pods: pods_tx,
+        health: pleg_health.clone(),
+    };
+    tasks.spawn(relist.run(child.clone()));
+    tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, child.clone()));
+
+    let state = ServerState {
+        statuses: statuses.clone(),
+        manifests: manifests_rx,
+        recorder: recorder.clone(),
+        pleg: pleg_health,
+    };
+    if config.read_only_port != 0 {
+        let listener = server::bind(SocketAddr::new(config.address, config.read_only_port)).await?;
+        tracing::info!(addr = ?listener.local_addr().ok(), "serving the read-only API (/pods, /healthz, /manifests, /events)");
+        tasks.spawn(server::serve(
+            listener,
+            server::read_only_router(state.clone()),
+            child.clone(),
+        ));
+    }
+    if config.healthz_port != 0 {
+        let addr = SocketAddr::new(config.healthz_bind_address, config.healthz_port);
+        let listener = server::bind(addr).await?;
+        tasks.spawn(server::serve(listener, server::healthz_router(state), child.clone()));
+    }
+
+    let ctx = Arc::new(WorkerContext {
+        runtime: runtime.clone(),
+        statuses: statuses.clone(),
+        recorder: recorder.clone(),
+        queue: queue.clone(),
+        done: done_tx,
+        host_ip,
+        resync: config.sync_frequency,
+    });
+    let workers = PodWorkers::new(ctx, child.child_token());
+    let sync_loop =
+        SyncLoop::new(workers, queue, statuses, runtime, sources_ready, recorder, config.max_pods);
+    let inputs = Inputs { config: updates_rx, pleg: pleg_rx, done: done_rx, runtime_pods: pods_rx };
+    notify_ready();
+    tracing::info!(node = %config.node_name, "kubelet started");
+    sync_loop.run(inputs, child.clone()).await;
+    child.cancel();
+    tasks.close();
+    if tokio::time::timeout(Duration::from_secs(10), tasks.wait()).await.is_err() {
+        tracing::warn!("some kubelet tasks did not stop within 10 s");
+    }
+    tracing::info!("kubelet stopped; pods keep running");
+    Ok(())
+}
+
+/// Tells systemd (`Type=notify`) the kubelet is up, when run as such a unit.
+fn notify_ready() {
+    if std::env::var_os("NOTIFY_SOCKET").is_some()
+        && let Err(e) = sd_notify::notify(&[sd_notify::NotifyState::Ready])
+    {
+        tracing::warn!(error = %e, "notifying systemd");
+    }
+}
+
+/// The node's hostname, lowercased (the default node name).
+pub fn default_node_name() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default()
+        .to_lowercase()
+}
+
+/// Whether `ip` is a loopback address (for warnings about exposure).
+pub fn is_loopback(ip: IpAddr) -> bool {
+    ip.is_loopback()
+}

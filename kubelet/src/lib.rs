@@ -1,0 +1,38 @@
+//! The kubelet: runs pods from its sources through a CRI runtime, as upstream's kubelet does.
+//!
+//! - [`config`]: pod sources (the static pod directory) and the mux merging them; the
+//!   `KubeletConfiguration`.
+//! - [`sync_loop`]: one `select!` over config updates, PLEG events, tickers and finished
+//!   workers.
+//! - [`pod_workers`]: one task per pod; `Syncing → Terminating → Terminated`.
+//! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, images, backoff).
+//! - [`pleg`]: relisting the runtime into pod lifecycle events.
+//! - [`status`]: API pod statuses and the store that keeps them.
+//! - [`server`]: the read-only HTTP API.
+//! - [`cm`]: pod cgroups.
+//! - [`events`]: the local event list.
+//! - [`kubelet`]: wiring and the stop path.
+
+pub mod cm;
+pub mod config;
+pub mod events;
+pub mod kubelet;
+pub mod pleg;
+pub mod pod_workers;
+pub mod runtime;
+pub mod server;
+pub mod status;
+pub mod sync_loop;
+
+pub use kubelet::run;
+
+/// Why the kubelet could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeletError {
+    #[error(transparent)]
+    Config(#[from] config::kubelet_config::ConfigError),
+    #[error("containerRuntimeEndpoint: {0}")]
+    Endpoint(#[from] proto::EndpointError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+}

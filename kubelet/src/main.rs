@@ -1,0 +1,102 @@
+//! `kubelet`: parses upstream's flags (and `--config`), sets up logging, runs, and on SIGTERM or
+//! SIGINT stops cleanly, leaving pods running.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use kubelet::config::kubelet_config::{KubeletConfig, KubeletConfigFile};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+/// A Kubernetes node agent: runs static pods from a manifest directory through a CRI runtime.
+/// Flags follow upstream's kubelet; flags override the config file.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The node's name (default: the hostname).
+    #[arg(long, visible_alias = "node-name")]
+    hostname_override: Option<String>,
+    /// The CRI endpoint, e.g. unix:///run/containerd/containerd.sock.
+    #[arg(long)]
+    container_runtime_endpoint: Option<String>,
+    /// The kubelet's state directory (pod volumes).
+    #[arg(long)]
+    root_dir: Option<PathBuf>,
+    /// The static pod directory (upstream's deprecated flag for staticPodPath).
+    #[arg(long)]
+    pod_manifest_path: Option<PathBuf>,
+    /// The read-only API port (0 disables it).
+    #[arg(long)]
+    read_only_port: Option<u16>,
+    /// The healthz port (0 disables it).
+    #[arg(long)]
+    healthz_port: Option<u16>,
+    /// The address the read-only API listens on.
+    #[arg(long)]
+    address: Option<std::net::IpAddr>,
+    /// The cgroup under which pod cgroups are created.
+    #[arg(long)]
+    cgroup_root: Option<String>,
+    /// Log verbosity, as upstream's `-v` (0–1 info, 2–4 debug, 5+ trace); RUST_LOG overrides.
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    verbosity: u8,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let level = match args.verbosity {
+        0 | 1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let mut config = KubeletConfig {
+        node_name: kubelet::kubelet::default_node_name(),
+        ..KubeletConfig::default()
+    };
+    if let Some(path) = &args.config {
+        let file = KubeletConfigFile::read(path)?;
+        let notes = file.notes();
+        if !notes.accepted_not_implemented.is_empty() {
+            tracing::info!(fields = ?notes.accepted_not_implemented, "config fields accepted but not implemented yet");
+        }
+        if !notes.unknown.is_empty() {
+            tracing::warn!(fields = ?notes.unknown, file = %path.display(), "unknown config fields ignored");
+        }
+        file.apply(&mut config);
+    }
+    macro_rules! flag {
+        ($($arg:ident => $field:ident),*) => { $( if let Some(v) = args.$arg.clone() { config.$field = v.into(); } )* };
+    }
+    flag!(hostname_override => node_name, container_runtime_endpoint => container_runtime_endpoint, root_dir => root_dir);
+    flag!(read_only_port => read_only_port, healthz_port => healthz_port, address => address, cgroup_root => cgroup_root);
+    if let Some(p) = args.pod_manifest_path.clone() {
+        config.static_pod_path = Some(p);
+    }
+    config.node_name = config.node_name.to_lowercase();
+
+    let stop = CancellationToken::new();
+    let on_signal = stop.clone();
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: stopping (pods keep running)"),
+            _ = int.recv() => tracing::info!("SIGINT: stopping (pods keep running)"),
+        }
+        on_signal.cancel();
+    });
+    kubelet::run(config, stop).await.context("kubelet")
+}

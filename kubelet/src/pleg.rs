@@ -1,0 +1,268 @@
+//! PLEG, the pod lifecycle event generator: relists the runtime every period (1 s) and turns
+//! differences into per-pod events that wake the pod's worker. Where the runtime streams CRI
+//! container events (`GetContainerEvents`), those wake workers at once; the relist stays as the
+//! safety net. A runtime without the stream (containerd 1.6) is relisted only.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use api::keys;
+use proto::{CriClient, cri};
+use tokio::sync::{mpsc, watch};
+use tokio_stream::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    ContainerStarted,
+    ContainerDied,
+    ContainerRemoved,
+    ContainerChanged,
+    SandboxChanged,
+}
+
+/// Something changed in the runtime for pod `uid`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodLifecycleEvent {
+    pub uid: String,
+    pub kind: EventKind,
+    /// The container or sandbox id.
+    pub id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Item {
+    Sandbox(i32),
+    Container(i32),
+}
+
+/// What the last relist saw: id → (pod uid, item and state).
+type Snapshot = HashMap<String, (String, Item)>;
+
+/// The pods the runtime holds, as of the last relist (housekeeping compares it to the desired
+/// pods).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimePods {
+    pub uids: BTreeSet<String>,
+    pub relisted: bool,
+}
+
+/// The time of the last successful relist, for `/healthz` (upstream: unhealthy after 3 min).
+#[derive(Debug, Default)]
+pub struct PlegHealth {
+    last_relist_unix_ms: AtomicU64,
+}
+
+pub const RELIST_THRESHOLD: Duration = Duration::from_secs(180);
+
+impl PlegHealth {
+    fn mark(&self) {
+        let ms =
+            SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        self.last_relist_unix_ms.store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// `Err` with the reason when the last relist is too old.
+    pub fn check(&self) -> Result<(), String> {
+        let last = self.last_relist_unix_ms.load(Ordering::Relaxed);
+        if last == 0 {
+            return Err("PLEG has not relisted yet".into());
+        }
+        let now =
+            SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        let age =
+            Duration::from_millis(u64::try_from(now).unwrap_or(u64::MAX).saturating_sub(last));
+        if age > RELIST_THRESHOLD {
+            return Err(format!(
+                "PLEG is not healthy: pleg was last seen active {age:?} ago; threshold is {RELIST_THRESHOLD:?}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn uid_of(labels: &HashMap<String, String>) -> Option<String> {
+    labels.get(keys::POD_UID).cloned()
+}
+
+/// The events that turn `old` into `new`.
+fn diff(old: &Snapshot, new: &Snapshot) -> Vec<PodLifecycleEvent> {
+    let mut events = Vec::new();
+    for (id, (uid, item)) in new {
+        if old.get(id).map(|(_, i)| i) == Some(item) {
+            continue;
+        }
+        let kind = match item {
+            Item::Sandbox(_) => EventKind::SandboxChanged,
+            Item::Container(s) if *s == cri::ContainerState::ContainerRunning as i32 => {
+                EventKind::ContainerStarted
+            }
+            Item::Container(s) if *s == cri::ContainerState::ContainerExited as i32 => {
+                EventKind::ContainerDied
+            }
+            Item::Container(_) => EventKind::ContainerChanged,
+        };
+        events.push(PodLifecycleEvent { uid: uid.clone(), kind, id: id.clone() });
+    }
+    for (id, (uid, item)) in old {
+        if !new.contains_key(id) {
+            let kind = if matches!(item, Item::Sandbox(_)) {
+                EventKind::SandboxChanged
+            } else {
+                EventKind::ContainerRemoved
+            };
+            events.push(PodLifecycleEvent { uid: uid.clone(), kind, id: id.clone() });
+        }
+    }
+    events
+}
+
+#[derive(Debug)]
+pub struct Pleg {
+    pub cri: CriClient,
+    pub period: Duration,
+    pub events: mpsc::Sender<PodLifecycleEvent>,
+    pub pods: watch::Sender<RuntimePods>,
+    pub health: Arc<PlegHealth>,
+}
+
+impl Pleg {
+    async fn relist(&self) -> Result<Snapshot, proto::CallError> {
+        let (sandboxes, containers) = tokio::try_join!(
+            self.cri.list_pod_sandbox(cri::ListPodSandboxRequest { filter: None }),
+            self.cri.list_containers(cri::ListContainersRequest { filter: None }),
+        )?;
+        let mut snap = Snapshot::new();
+        for s in sandboxes.items {
+            if let Some(uid) = uid_of(&s.labels) {
+                snap.insert(s.id, (uid, Item::Sandbox(s.state)));
+            }
+        }
+        for c in containers.containers {
+            if let Some(uid) = uid_of(&c.labels) {
+                snap.insert(c.id, (uid, Item::Container(c.state)));
+            }
+        }
+        Ok(snap)
+    }
+
+    /// Relists until `stop`.
+    pub async fn run(self, stop: CancellationToken) {
+        let mut last = Snapshot::new();
+        let mut ticker = tokio::time::interval(self.period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = ticker.tick() => {}
+            }
+            let started = Instant::now();
+            let snap = match self.relist().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "PLEG relist failed");
+                    continue;
+                }
+            };
+            self.health.mark();
+            for event in diff(&last, &snap) {
+                if self.events.send(event).await.is_err() {
+                    return;
+                }
+            }
+            let uids: BTreeSet<String> = snap.values().map(|(u, _)| u.clone()).collect();
+            self.pods.send_if_modified(|p| {
+                let changed = p.uids != uids || !p.relisted;
+                *p = RuntimePods { uids, relisted: true };
+                changed
+            });
+            last = snap;
+            tracing::trace!(took = ?started.elapsed(), "relisted");
+        }
+    }
+}
+
+/// Forwards CRI container events as lifecycle events, reconnecting after errors, until `stop`
+/// or until the runtime says it does not stream events.
+pub async fn run_evented(
+    cri: CriClient,
+    events: mpsc::Sender<PodLifecycleEvent>,
+    stop: CancellationToken,
+) {
+    let mut delay = Duration::from_millis(500);
+    loop {
+        let stream = tokio::select! {
+            () = stop.cancelled() => return,
+            s = cri.get_container_events() => s,
+        };
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) if e.code() == tonic::Code::Unimplemented => {
+                tracing::info!(runtime = %cri.version().runtime_name, "the runtime does not stream container events; PLEG relists only");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "subscribing to container events");
+                tokio::select! { () = stop.cancelled() => return, () = tokio::time::sleep(delay) => {} }
+                delay = (delay * 2).min(Duration::from_secs(30));
+                continue;
+            }
+        };
+        delay = Duration::from_millis(500);
+        loop {
+            let next = tokio::select! {
+                () = stop.cancelled() => return,
+                n = stream.next() => n,
+            };
+            let Some(Ok(e)) = next else { break };
+            let labels = e.pod_sandbox_status.as_ref().map(|s| &s.labels);
+            let Some(uid) = labels.and_then(uid_of) else { continue };
+            let kind = match cri::ContainerEventType::try_from(e.container_event_type) {
+                Ok(cri::ContainerEventType::ContainerStartedEvent) => EventKind::ContainerStarted,
+                Ok(cri::ContainerEventType::ContainerStoppedEvent) => EventKind::ContainerDied,
+                Ok(cri::ContainerEventType::ContainerDeletedEvent) => EventKind::ContainerRemoved,
+                _ => EventKind::ContainerChanged,
+            };
+            if events.send(PodLifecycleEvent { uid, kind, id: e.container_id }).await.is_err() {
+                return;
+            }
+        }
+        tracing::debug!("container event stream ended; reconnecting");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(uid: &str, s: cri::ContainerState) -> (String, Item) {
+        (uid.to_string(), Item::Container(s as i32))
+    }
+
+    #[test]
+    fn differences_become_events() {
+        let old = Snapshot::from([
+            ("c1".to_string(), c("p1", cri::ContainerState::ContainerRunning)),
+            ("c2".to_string(), c("p2", cri::ContainerState::ContainerRunning)),
+            ("c3".to_string(), c("p3", cri::ContainerState::ContainerExited)),
+        ]);
+        let new = Snapshot::from([
+            ("c1".to_string(), c("p1", cri::ContainerState::ContainerRunning)),
+            ("c2".to_string(), c("p2", cri::ContainerState::ContainerExited)),
+            ("c4".to_string(), c("p4", cri::ContainerState::ContainerRunning)),
+        ]);
+        let mut events: Vec<(String, EventKind)> =
+            diff(&old, &new).into_iter().map(|e| (e.uid, e.kind)).collect();
+        events.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            events,
+            [
+                ("p2".to_string(), EventKind::ContainerDied),
+                ("p3".to_string(), EventKind::ContainerRemoved),
+                ("p4".to_string(), EventKind::ContainerStarted),
+            ]
+        );
+    }
+}

@@ -1,0 +1,377 @@
+//! Container configs for CRI, generated from the pod spec as upstream's `generateContainerConfig`:
+//! command and args with `$(VAR)` expansion, env (with downward-API fields), mounts, log path,
+//! resources by QoS, security context, and the labels and annotations the kubelet reads back.
+
+use std::collections::HashMap;
+
+use api::keys;
+use api::qos::QosClass;
+use api::quantity::Quantity;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use proto::cri;
+use sha2::{Digest, Sha256};
+
+/// CFS period the kubelet uses for CPU limits (100 ms).
+pub const CPU_PERIOD_US: i64 = 100_000;
+const MIN_SHARES: i64 = 2;
+
+/// The hash recorded in `io.kubernetes.container.hash`: any change of the container's spec
+/// changes it, and it is stable across kubelet restarts.
+pub fn container_hash(c: &Container) -> String {
+    let digest = Sha256::digest(serde_json::to_vec(c).unwrap_or_default());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Upstream's `$(VAR)` expansion: defined names are replaced, `$$` escapes, undefined
+/// references stay as written.
+pub fn expand(input: &str, vars: &HashMap<String, String>) -> String {
+    let mut out = String::with_capacity(input.len());
+    let mut rest = input;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(stripped) = after.strip_prefix('$') {
+            out.push('$');
+            rest = stripped;
+        } else if let Some(body) = after.strip_prefix('(') {
+            match body.find(')') {
+                Some(end) => {
+                    let name = &body[..end];
+                    match vars.get(name) {
+                        Some(v) => out.push_str(v),
+                        None => {
+                            out.push_str("$(");
+                            out.push_str(name);
+                            out.push(')');
+                        }
+                    }
+                    rest = &body[end + 1..];
+                }
+                None => {
+                    out.push_str("$(");
+                    rest = body;
+                }
+            }
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What a container config needs beyond the pod spec.
+#[derive(Debug)]
+pub struct ContainerContext<'a> {
+    pub pod: &'a Pod,
+    pub container: &'a Container,
+    pub restart_count: u32,
+    /// The image id the pull resolved to.
+    pub image_ref: &'a str,
+    pub pod_ip: Option<&'a str>,
+    pub host_ip: Option<&'a str>,
+    pub mounts: Vec<cri::Mount>,
+    pub memory_capacity: u64,
+}
+
+/// Why a container config cannot be built (upstream's `CreateContainerConfigError`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+fn field_ref(pod: &Pod, path: &str, ctx: &ContainerContext<'_>) -> Result<String, ConfigError> {
+    let m = &pod.metadata;
+    let spec = pod.spec.as_ref();
+    let sub = |prefix: &str| path.strip_prefix(prefix).and_then(|r| r.strip_suffix("']"));
+    Ok(match path {
+        "metadata.name" => m.name.clone().unwrap_or_default(),
+        "metadata.namespace" => m.namespace.clone().unwrap_or_default(),
+        "metadata.uid" => m.uid.clone().unwrap_or_default(),
+        "spec.nodeName" => spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
+        "spec.serviceAccountName" => {
+            spec.and_then(|s| s.service_account_name.clone()).unwrap_or_default()
+        }
+        "status.podIP" | "status.podIPs" => ctx.pod_ip.unwrap_or_default().to_string(),
+        "status.hostIP" | "status.hostIPs" => ctx.host_ip.unwrap_or_default().to_string(),
+        _ => {
+            if let Some(k) = sub("metadata.labels['") {
+                m.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default()
+            } else if let Some(k) = sub("metadata.annotations['") {
+                m.annotations.as_ref().and_then(|a| a.get(k)).cloned().unwrap_or_default()
+            } else {
+                return Err(ConfigError(format!("unsupported fieldRef {path:?}")));
+            }
+        }
+    })
+}
+
+fn resource_field(c: &Container, resource: &str) -> Result<String, ConfigError> {
+    let (list, name) = resource
+        .split_once('.')
+        .ok_or_else(|| ConfigError(format!("unsupported resourceFieldRef {resource:?}")))?;
+    let r = c.resources.as_ref();
+    let q = match list {
+        "limits" => r.and_then(|r| r.limits.as_ref()).and_then(|l| l.get(name)),
+        "requests" => r.and_then(|r| r.requests.as_ref()).and_then(|l| l.get(name)),
+        _ => return Err(ConfigError(format!("unsupported resourceFieldRef {resource:?}"))),
+    };
+    let q = q.map(|q| Quantity::parse(&q.0)).transpose().map_err(|e| ConfigError(e.to_string()))?;
+    // Upstream reports cores rounded up for cpu and bytes for memory.
+    Ok(match (name, q) {
+        ("cpu", Some(q)) => ((q.milli_value() + 999) / 1000).to_string(),
+        (_, Some(q)) => q.value().to_string(),
+        ("cpu", None) => "1".into(),
+        (_, None) => "0".into(),
+    })
+}
+
+/// The container's environment, each value expanded against those before it.
+pub fn environment(ctx: &ContainerContext<'_>) -> Result<Vec<cri::KeyValue>, ConfigError> {
+    let mut vars: HashMap<String, String> = HashMap::new();
+    let mut out = Vec::new();
+    for e in ctx.container.env.iter().flatten() {
+        let value = match &e.value_from {
+            None => expand(e.value.as_deref().unwrap_or_default(), &vars),
+            Some(from) => {
+                if let Some(f) = &from.field_ref {
+                    field_ref(ctx.pod, &f.field_path, ctx)?
+                } else if let Some(r) = &from.resource_field_ref {
+                    resource_field(ctx.container, &r.resource)?
+                } else {
+                    return Err(ConfigError(format!(
+                        "env {:?}: configMapKeyRef and secretKeyRef need the API server; a static pod may not reference API objects",
+                        e.name
+                    )));
+                }
+            }
+        };
+        vars.insert(e.name.clone(), value.clone());
+        out.push(cri::KeyValue { key: e.name.clone(), value });
+    }
+    if ctx.container.env_from.as_ref().is_some_and(|e| !e.is_empty()) {
+        return Err(ConfigError(
+            "envFrom needs the API server; a static pod may not reference API objects".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// Upstream's OOM score for a container of a pod with this QoS.
+pub fn oom_score_adj(qos: QosClass, memory_request: u64, memory_capacity: u64) -> i64 {
+    match qos {
+        QosClass::Guaranteed => -997,
+        QosClass::BestEffort => 1000,
+        QosClass::Burstable => {
+            let capacity = memory_capacity.max(1);
+            let adj = 1000 - (1000 * i128::from(memory_request) / i128::from(capacity)) as i64;
+            adj.clamp(3, 999)
+        }
+    }
+}
+
+fn quantity(c: &Container, list: &str, name: &str) -> Option<Quantity> {
+    let r = c.resources.as_ref()?;
+    let l = if list == "limits" { r.limits.as_ref()? } else { r.requests.as_ref()? };
+    Quantity::parse(&l.get(name)?.0).ok()
+}
+
+/// Linux resources: CPU shares from the request, CFS quota from the limit, the memory limit,
+/// and the OOM score for the pod's QoS class.
+pub fn linux_resources(
+    c: &Container,
+    qos: QosClass,
+    memory_capacity: u64,
+) -> cri::LinuxContainerResources {
+    let cpu_request = quantity(c, "requests", "cpu").or_else(|| quantity(c, "limits", "cpu"));
+    let cpu_shares = cpu_request.map_or(MIN_SHARES, |q| {
+        (i64::try_from(q.milli_value()).unwrap_or(i64::MAX).saturating_mul(1024) / 1000)
+            .max(MIN_SHARES)
+    });
+    let cpu_quota = quantity(c, "limits", "cpu").map_or(0, |q| {
+        let quota =
+            i64::try_from(q.milli_value()).unwrap_or(i64::MAX).saturating_mul(CPU_PERIOD_US) / 1000;
+        quota.max(1000)
+    });
+    let memory_limit =
+        quantity(c, "limits", "memory").map_or(0, |q| i64::try_from(q.value()).unwrap_or(i64::MAX));
+    let memory_request =
+        quantity(c, "requests", "memory").map_or(0, |q| u64::try_from(q.value()).unwrap_or(0));
+    cri::LinuxContainerResources {
+        cpu_period: if cpu_quota > 0 { CPU_PERIOD_US } else { 0 },
+        cpu_quota,
+        cpu_shares,
+        memory_limit_in_bytes: memory_limit,
+        oom_score_adj: oom_score_adj(qos, memory_request, memory_capacity),
+        ..Default::default()
+    }
+}
+
+fn security_context(c: &Container) -> cri::LinuxContainerSecurityContext {
+    let sc = c.security_context.as_ref();
+    let caps = sc.and_then(|s| s.capabilities.as_ref());
+    cri::LinuxContainerSecurityContext {
+        capabilities: caps.map(|c| cri::Capability {
+            add_capabilities: c.add.clone().unwrap_or_default(),
+            drop_capabilities: c.drop.clone().unwrap_or_default(),
+            add_ambient_capabilities: Vec::new(),
+        }),
+        privileged: sc.and_then(|s| s.privileged).unwrap_or(false),
+        run_as_user: sc.and_then(|s| s.run_as_user).map(|value| cri::Int64Value { value }),
+        run_as_group: sc.and_then(|s| s.run_as_group).map(|value| cri::Int64Value { value }),
+        readonly_rootfs: sc.and_then(|s| s.read_only_root_filesystem).unwrap_or(false),
+        no_new_privs: sc.and_then(|s| s.allow_privilege_escalation).is_some_and(|a| !a),
+        ..Default::default()
+    }
+}
+
+/// The CRI labels every kubelet container carries (what `crictl ps` and recovery read).
+pub fn container_labels(pod: &Pod, name: &str) -> HashMap<String, String> {
+    let m = &pod.metadata;
+    HashMap::from([
+        (keys::POD_NAME.to_string(), m.name.clone().unwrap_or_default()),
+        (keys::POD_NAMESPACE.to_string(), m.namespace.clone().unwrap_or_default()),
+        (keys::POD_UID.to_string(), m.uid.clone().unwrap_or_default()),
+        (keys::CONTAINER_NAME.to_string(), name.to_string()),
+    ])
+}
+
+/// Builds the CRI config for one container start.
+pub fn container_config(ctx: ContainerContext<'_>) -> Result<cri::ContainerConfig, ConfigError> {
+    let c = ctx.container;
+    let spec = ctx.pod.spec.as_ref();
+    let envs = environment(&ctx)?;
+    let vars: HashMap<String, String> =
+        envs.iter().map(|kv| (kv.key.clone(), kv.value.clone())).collect();
+    let expand_all =
+        |v: &Option<Vec<String>>| v.iter().flatten().map(|s| expand(s, &vars)).collect::<Vec<_>>();
+    let qos = spec.map_or(QosClass::BestEffort, api::qos::pod_qos);
+    let grace = spec
+        .and_then(|s| s.termination_grace_period_seconds)
+        .unwrap_or(api::defaults::DEFAULT_TERMINATION_GRACE_PERIOD);
+    let mut annotations = HashMap::from([
+        (keys::CONTAINER_HASH.to_string(), container_hash(c)),
+        (keys::CONTAINER_RESTART_COUNT.to_string(), ctx.restart_count.to_string()),
+        (
+            keys::CONTAINER_TERMINATION_MESSAGE_PATH.to_string(),
+            c.termination_message_path.clone().unwrap_or_default(),
+        ),
+        (
+            keys::CONTAINER_TERMINATION_MESSAGE_POLICY.to_string(),
+            c.termination_message_policy.clone().unwrap_or_default(),
+        ),
+        (keys::POD_TERMINATION_GRACE_PERIOD.to_string(), grace.to_string()),
+    ]);
+    if let Some(ports) = c.ports.as_ref().filter(|p| !p.is_empty()) {
+        annotations.insert(
+            keys::CONTAINER_PORTS.to_string(),
+            serde_json::to_string(ports).unwrap_or_default(),
+        );
+    }
+    Ok(cri::ContainerConfig {
+        metadata: Some(cri::ContainerMetadata { name: c.name.clone(), attempt: ctx.restart_count }),
+        image: Some(cri::ImageSpec {
+            image: ctx.image_ref.to_string(),
+            user_specified_image: c.image.clone().unwrap_or_default(),
+            ..Default::default()
+        }),
+        command: expand_all(&c.command),
+        args: expand_all(&c.args),
+        working_dir: c.working_dir.clone().unwrap_or_default(),
+        envs,
+        mounts: ctx.mounts,
+        log_path: format!("{}/{}.log", c.name, ctx.restart_count),
+        stdin: c.stdin.unwrap_or(false),
+        stdin_once: c.stdin_once.unwrap_or(false),
+        tty: c.tty.unwrap_or(false),
+        labels: container_labels(ctx.pod, &c.name),
+        annotations,
+        linux: Some(cri::LinuxContainerConfig {
+            resources: Some(linux_resources(c, qos, ctx.memory_capacity)),
+            security_context: Some(security_context(c)),
+        }),
+        ..Default::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_like_upstream() {
+        let vars = HashMap::from([("A".to_string(), "1".to_string())]);
+        assert_eq!(expand("x$(A)y", &vars), "x1y");
+        assert_eq!(expand("$(B)", &vars), "$(B)");
+        assert_eq!(expand("$$(A)", &vars), "$(A)");
+        assert_eq!(expand("$A $(A", &vars), "$A $(A");
+    }
+
+    #[test]
+    fn hash_changes_with_the_spec_only() {
+        let a: Container =
+            serde_json::from_value(serde_json::json!({"name": "c", "image": "x:1"})).unwrap();
+        let mut b = a.clone();
+        assert_eq!(container_hash(&a), container_hash(&b));
+        b.image = Some("x:2".into());
+        assert_ne!(container_hash(&a), container_hash(&b));
+        assert_eq!(container_hash(&a).len(), 16);
+    }
+
+    #[test]
+    fn resources_follow_requests_limits_and_qos() {
+        let c: Container = serde_json::from_value(serde_json::json!({
+            "name": "c", "image": "x:1",
+            "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "128Mi"}},
+        }))
+        .unwrap();
+        let r = linux_resources(&c, QosClass::Burstable, 1 << 30);
+        assert_eq!((r.cpu_shares, r.cpu_quota, r.cpu_period), (256, 50_000, CPU_PERIOD_US));
+        assert_eq!(r.memory_limit_in_bytes, 128 << 20);
+        assert_eq!(r.oom_score_adj, 938);
+        assert_eq!(oom_score_adj(QosClass::Guaranteed, 0, 1), -997);
+        assert_eq!(oom_score_adj(QosClass::BestEffort, 0, 1), 1000);
+        let none: Container = serde_json::from_value(serde_json::json!({"name": "c"})).unwrap();
+        let r = linux_resources(&none, QosClass::BestEffort, 1 << 30);
+        assert_eq!((r.cpu_shares, r.cpu_quota, r.memory_limit_in_bytes), (2, 0, 0));
+    }
+
+    #[test]
+    fn env_resolves_fields_and_expands_in_order() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-n", "namespace": "default", "uid": "u1", "labels": {"app": "web"}},
+            "spec": {"nodeName": "n", "containers": [{
+                "name": "c", "image": "x:1",
+                "env": [
+                    {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                    {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+                    {"name": "GREETING", "value": "hi $(POD) at $(IP)"},
+                ],
+                "command": ["echo", "$(GREETING)"],
+            }]},
+        }))
+        .unwrap();
+        let container = &pod.spec.as_ref().unwrap().containers[0];
+        let ctx = ContainerContext {
+            pod: &pod,
+            container,
+            restart_count: 2,
+            image_ref: "sha256:abc",
+            pod_ip: Some("10.1.0.5"),
+            host_ip: None,
+            mounts: vec![],
+            memory_capacity: 1 << 30,
+        };
+        let cfg = container_config(ctx).unwrap();
+        let env: HashMap<_, _> =
+            cfg.envs.iter().map(|kv| (kv.key.as_str(), kv.value.as_str())).collect();
+        assert_eq!(env["GREETING"], "hi web-n at 10.1.0.5");
+        assert_eq!(env["APP"], "web");
+        assert_eq!(cfg.command, ["echo", "hi web-n at 10.1.0.5"]);
+        assert_eq!(cfg.log_path, "c/2.log");
+        assert_eq!(cfg.metadata.unwrap().attempt, 2);
+        assert_eq!(cfg.annotations[keys::CONTAINER_RESTART_COUNT], "2");
+        assert_eq!(cfg.labels[keys::POD_UID], "u1");
+    }
+}

@@ -1,0 +1,283 @@
+//! `sync_pod`: executes the plan of `compute_pod_actions` in upstream's order: kill what must
+//! go, create the sandbox, start the next init container or else the app containers.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use proto::cri;
+
+use super::actions::compute_pod_actions;
+use super::container::{ContainerContext, container_config};
+use super::sandbox::{pod_log_dir, sandbox_config};
+use super::status::{ContainerState, PodRuntimeStatus};
+use super::{RuntimeError, RuntimeManager, volumes};
+
+/// Why a container is not running, as its status shows (`state.waiting`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub reason: String,
+    pub message: String,
+}
+
+impl Waiting {
+    fn new(reason: &str, message: impl Into<String>) -> Self {
+        Self { reason: reason.to_string(), message: message.into() }
+    }
+}
+
+/// What one sync did and found.
+#[derive(Debug, Clone, Default)]
+pub struct SyncOutcome {
+    /// The runtime state after the sync.
+    pub status: PodRuntimeStatus,
+    /// Containers that could not be started this time, and why.
+    pub waiting: BTreeMap<String, Waiting>,
+    /// Sync again after this long (a backoff expires, or a step failed).
+    pub requeue_after: Option<Duration>,
+    /// A pod-level failure (the sandbox could not be created), for events.
+    pub error: Option<String>,
+}
+
+impl SyncOutcome {
+    fn requeue(&mut self, after: Duration) {
+        self.requeue_after = Some(self.requeue_after.map_or(after, |d| d.min(after)));
+    }
+}
+
+/// How long a pod whose sync failed waits before the next try.
+pub const ERROR_REQUEUE: Duration = Duration::from_secs(2);
+
+fn pod_grace(pod: &Pod) -> Duration {
+    let secs = pod
+        .metadata
+        .deletion_grace_period_seconds
+        .or_else(|| pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds))
+        .unwrap_or(api::defaults::DEFAULT_TERMINATION_GRACE_PERIOD);
+    Duration::from_secs(u64::try_from(secs).unwrap_or(0))
+}
+
+fn uid(pod: &Pod) -> &str {
+    pod.metadata.uid.as_deref().unwrap_or_default()
+}
+
+fn ns_time(ns: i64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
+}
+
+/// The pod's termination grace period (its deletion grace period when being deleted).
+pub fn grace_period(pod: &Pod) -> Duration {
+    pod_grace(pod)
+}
+
+struct StartContext<'a> {
+    pod: &'a Pod,
+    status: &'a PodRuntimeStatus,
+    sandbox_id: &'a str,
+    sandbox_config: &'a cri::PodSandboxConfig,
+    pod_ip: Option<&'a str>,
+    volumes: &'a std::collections::HashMap<String, std::path::PathBuf>,
+}
+
+impl RuntimeManager {
+    /// One sync of `pod`: reads the runtime's state, plans, and acts.
+    pub async fn sync_pod(&self, pod: &Pod) -> Result<SyncOutcome, RuntimeError> {
+        let uid = uid(pod);
+        let status = self.pod_status(uid).await?;
+        let actions = compute_pod_actions(pod, &status);
+        let mut out = SyncOutcome::default();
+        let acted =
+            actions.kill_pod || actions.create_sandbox || !actions.containers_to_kill.is_empty();
+        if actions.kill_pod {
+            self.kill_pod(uid, Some(pod_grace(pod))).await?;
+            if !actions.create_sandbox {
+                out.status = self.pod_status(uid).await?;
+                return Ok(out);
+            }
+        } else if !actions.containers_to_kill.is_empty() {
+            for k in &actions.containers_to_kill {
+                tracing::info!(pod = ?pod.metadata.name, container = %k.name, "{}", k.message);
+            }
+            let ids = actions
+                .containers_to_kill
+                .iter()
+                .map(|k| (k.container_id.clone(), pod_grace(pod)))
+                .collect();
+            self.stop_containers(uid, ids).await?;
+        }
+        self.prune_dead_containers(&status).await;
+
+        let log_dir = pod_log_dir(&self.config.pod_logs_dir, pod);
+        let qos = pod.spec.as_ref().map_or(api::qos::QosClass::BestEffort, api::qos::pod_qos);
+        let cgroup = self.config.cgroups.pod_cgroup(qos, uid);
+        let sandbox =
+            sandbox_config(pod, actions.attempt, &log_dir, &cgroup, &self.config.resolv_conf);
+        let (sandbox_id, pod_ip) = if actions.create_sandbox {
+            if let Err(e) = std::fs::create_dir_all(&log_dir) {
+                out.error =
+                    Some(format!("creating the pod log directory {}: {e}", log_dir.display()));
+                out.requeue(ERROR_REQUEUE);
+                out.status = status;
+                return Ok(out);
+            }
+            let run = cri::RunPodSandboxRequest {
+                config: Some(sandbox.clone()),
+                runtime_handler: String::new(),
+            };
+            match self.cri.run_pod_sandbox(run).await {
+                Ok(r) => {
+                    let s = self
+                        .cri
+                        .pod_sandbox_status(cri::PodSandboxStatusRequest {
+                            pod_sandbox_id: r.pod_sandbox_id.clone(),
+                            verbose: false,
+                        })
+                        .await
+                        .map_err(|source| RuntimeError::Cri { uid: uid.to_string(), source })?;
+                    let ip =
+                        s.status.and_then(|s| s.network).map(|n| n.ip).filter(|ip| !ip.is_empty());
+                    (r.pod_sandbox_id, ip)
+                }
+                Err(e) => {
+                    out.error = Some(format!("Failed to create pod sandbox: {e}"));
+                    out.requeue(ERROR_REQUEUE);
+                    out.status = self.pod_status(uid).await?;
+                    return Ok(out);
+                }
+            }
+        } else {
+            (actions.sandbox_id.clone().unwrap_or_default(), status.ip().map(str::to_string))
+        };
+
+        let volumes = match volumes::prepare(pod, &self.config.root_dir) {
+            Ok(v) => v,
+            Err(e) => {
+                let spec = pod.spec.as_ref();
+                for c in spec
+                    .into_iter()
+                    .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()))
+                {
+                    out.waiting.insert(
+                        c.name.clone(),
+                        Waiting::new("CreateContainerConfigError", e.to_string()),
+                    );
+                }
+                out.requeue(ERROR_REQUEUE);
+                out.status = self.pod_status(uid).await?;
+                return Ok(out);
+            }
+        };
+        let ctx = StartContext {
+            pod,
+            status: &status,
+            sandbox_id: &sandbox_id,
+            sandbox_config: &sandbox,
+            pod_ip: pod_ip.as_deref(),
+            volumes: &volumes,
+        };
+        let spec = pod.spec.as_ref();
+        let mut started = false;
+        if let Some(i) = actions.next_init_container {
+            if let Some(c) = spec.and_then(|s| s.init_containers.as_ref()).and_then(|ic| ic.get(i))
+            {
+                started |= self.start_one(&ctx, c, &mut out).await;
+            }
+        } else {
+            for &i in &actions.containers_to_start {
+                if let Some(c) = spec.and_then(|s| s.containers.get(i)) {
+                    started |= self.start_one(&ctx, c, &mut out).await;
+                }
+            }
+        }
+        out.status = if acted || started { self.pod_status(uid).await? } else { status };
+        Ok(out)
+    }
+
+    /// Starts `c`, recording why not in `out.waiting` when it cannot. True if it started.
+    async fn start_one(
+        &self,
+        ctx: &StartContext<'_>,
+        c: &Container,
+        out: &mut SyncOutcome,
+    ) -> bool {
+        match self.start_container(ctx, c).await {
+            Ok(()) => true,
+            Err((waiting, retry)) => {
+                tracing::info!(pod = ?ctx.pod.metadata.name, container = %c.name, reason = %waiting.reason, "{}", waiting.message);
+                out.waiting.insert(c.name.clone(), waiting);
+                out.requeue(retry.unwrap_or(ERROR_REQUEUE));
+                false
+            }
+        }
+    }
+
+    /// Upstream's `startContainer`: backoff, image, config, create, start.
+    async fn start_container(
+        &self,
+        ctx: &StartContext<'_>,
+        c: &Container,
+    ) -> Result<(), (Waiting, Option<Duration>)> {
+        let pod = ctx.pod;
+        let uid = uid(pod);
+        let previous = ctx.status.container(&c.name);
+        let restart_count = previous.map_or(0, |p| p.restart_count + 1);
+        let pod_ref = format!(
+            "{}_{}({uid})",
+            pod.metadata.name.as_deref().unwrap_or_default(),
+            pod.metadata.namespace.as_deref().unwrap_or_default()
+        );
+        let key = format!("{pod_ref}_{}_{}", c.name, super::container::container_hash(c));
+        let exited_at =
+            previous.filter(|p| p.state == ContainerState::Exited).map(|p| ns_time(p.finished_at));
+        if let Some(at) = exited_at {
+            let restarts = self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(left) = restarts.remaining(&key, at, SystemTime::now()) {
+                let delay = restarts.delay(&key).unwrap_or_default();
+                let msg = format!(
+                    "back-off {} restarting failed container={} pod={pod_ref}",
+                    humantime::format_duration(delay),
+                    c.name
+                );
+                return Err((Waiting::new("CrashLoopBackOff", msg), Some(left)));
+            }
+        }
+        let image = c.image.as_deref().unwrap_or_default();
+        let policy = c.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
+        let image_ref = self.images.ensure(&self.cri, uid, image, policy).await.map_err(|e| {
+            let retry = self.images.retry_after(uid, image);
+            (Waiting::new(e.reason(), e.to_string()), retry)
+        })?;
+        let mounts = volumes::container_mounts(c, ctx.volumes)
+            .map_err(|e| (Waiting::new("CreateContainerConfigError", e.to_string()), None))?;
+        let config = container_config(ContainerContext {
+            pod,
+            container: c,
+            restart_count,
+            image_ref: &image_ref,
+            pod_ip: ctx.pod_ip,
+            host_ip: self.config.host_ip.as_deref(),
+            mounts,
+            memory_capacity: self.config.memory_capacity,
+        })
+        .map_err(|e| (Waiting::new("CreateContainerConfigError", e.to_string()), None))?;
+        let create = cri::CreateContainerRequest {
+            pod_sandbox_id: ctx.sandbox_id.to_string(),
+            config: Some(config),
+            sandbox_config: Some(ctx.sandbox_config.clone()),
+        };
+        let id = self
+            .cri
+            .create_container(create)
+            .await
+            .map_err(|e| (Waiting::new("CreateContainerError", e.message().to_string()), None))?
+            .container_id;
+        if let Some(at) = exited_at {
+            self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next(&key, at);
+        }
+        self.cri
+            .start_container(cri::StartContainerRequest { container_id: id })
+            .await
+            .map_err(|e| (Waiting::new("RunContainerError", e.message().to_string()), None))?;
+        Ok(())
+    }
+}

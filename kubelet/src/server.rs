@@ -1,0 +1,93 @@
+//! The kubelet's read-only HTTP API: `GET /pods` (a `PodList`, as upstream's read-only port
+//! serves), `GET /healthz`, and two additions of ours: `GET /manifests` (each file in the static
+//! pod directory: accepted, rejected, ignored, duplicate or being written, with the reason) and
+//! `GET /events` (the local event list).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::file::ManifestReport;
+use crate::events::Recorder;
+use crate::pleg::PlegHealth;
+use crate::status::StatusManager;
+
+#[derive(Debug, Clone)]
+pub struct ServerState {
+    pub statuses: Arc<StatusManager>,
+    pub manifests: watch::Receiver<Vec<ManifestReport>>,
+    pub recorder: Recorder,
+    pub pleg: Arc<PlegHealth>,
+}
+
+async fn pods(State(s): State<ServerState>) -> Response {
+    let mut items = s.statuses.pods();
+    items.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
+    let list = serde_json::json!({ "kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items });
+    Json(list).into_response()
+}
+
+async fn healthz(State(s): State<ServerState>) -> Response {
+    match s.pleg.check() {
+        Ok(()) => "ok".into_response(),
+        Err(reason) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]pleg failed: {reason}\nhealthz check failed\n"),
+        )
+            .into_response(),
+    }
+}
+
+async fn manifests(State(s): State<ServerState>) -> Response {
+    Json(s.manifests.borrow().clone()).into_response()
+}
+
+async fn events(State(s): State<ServerState>) -> Response {
+    Json(s.recorder.list()).into_response()
+}
+
+/// The read-only API's routes.
+pub fn read_only_router(state: ServerState) -> axum::Router {
+    axum::Router::new()
+        .route("/pods", get(pods))
+        .route("/pods/", get(pods))
+        .route("/healthz", get(healthz))
+        .route("/manifests", get(manifests))
+        .route("/events", get(events))
+        .with_state(state)
+}
+
+/// The healthz-only router (upstream's `healthzPort`).
+pub fn healthz_router(state: ServerState) -> axum::Router {
+    axum::Router::new().route("/healthz", get(healthz)).with_state(state)
+}
+
+/// Serves `router` on an already bound listener until `stop`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    stop: CancellationToken,
+) {
+    let addr = listener.local_addr().ok();
+    if let Err(e) =
+        axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned()).await
+    {
+        tracing::error!(?addr, error = %e, "HTTP server failed");
+    }
+}
+
+/// Binds `addr`, naming it in the error.
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, crate::KubeletError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| crate::KubeletError::Bind { addr, source })
+}

@@ -1,0 +1,217 @@
+//! The sync loop: one `select!` over config updates, PLEG events, a sync ticker, a housekeeping
+//! ticker and finished workers, each read as a [`SyncLoopEvent`] and dispatched to its handler,
+//! as upstream's `syncLoopIteration`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::mux::SourcesReady;
+use crate::config::{Op, PodUpdate};
+use crate::events::Recorder;
+use crate::pleg::{PodLifecycleEvent, RuntimePods};
+use crate::pod_workers::{PodWorkers, Work, WorkQueue};
+use crate::runtime::RuntimeManager;
+use crate::runtime::sync::grace_period;
+use crate::status::StatusManager;
+
+/// How often pods whose resync is due are synced.
+pub const SYNC_TICK: Duration = Duration::from_secs(1);
+/// How often housekeeping looks for pods to clean up.
+pub const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(2);
+
+/// Everything that wakes the sync loop.
+#[derive(Debug)]
+pub enum SyncLoopEvent {
+    Config(PodUpdate),
+    Pleg(PodLifecycleEvent),
+    SyncTick,
+    Housekeeping,
+    /// A worker finished terminating and removing its pod.
+    WorkerDone(String),
+}
+
+/// The channels the loop reads.
+#[derive(Debug)]
+pub struct Inputs {
+    pub config: mpsc::Receiver<PodUpdate>,
+    pub pleg: mpsc::Receiver<PodLifecycleEvent>,
+    pub done: mpsc::UnboundedReceiver<String>,
+    pub runtime_pods: watch::Receiver<RuntimePods>,
+}
+
+/// The kubelet's core: the desired pods and the workers that make them so.
+#[derive(Debug)]
+pub struct SyncLoop {
+    /// Desired, admitted pods by UID (upstream's pod manager).
+    pods: BTreeMap<String, Arc<Pod>>,
+    workers: PodWorkers,
+    queue: Arc<WorkQueue>,
+    statuses: Arc<StatusManager>,
+    runtime: Arc<RuntimeManager>,
+    sources_ready: Arc<SourcesReady>,
+    recorder: Recorder,
+    max_pods: usize,
+}
+
+fn uid(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
+}
+
+fn pod_ref(pod: &Pod) -> String {
+    format!(
+        "pod/{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl SyncLoop {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        workers: PodWorkers,
+        queue: Arc<WorkQueue>,
+        statuses: Arc<StatusManager>,
+        runtime: Arc<RuntimeManager>,
+        sources_ready: Arc<SourcesReady>,
+        recorder: Recorder,
+        max_pods: u32,
+    ) -> Self {
+        Self {
+            pods: BTreeMap::new(),
+            workers,
+            queue,
+            statuses,
+            runtime,
+            sources_ready,
+            recorder,
+            max_pods: max_pods as usize,
+        }
+    }
+
+    /// Runs until `stop`, then stops the workers without touching the pods.
+    pub async fn run(mut self, mut inputs: Inputs, stop: CancellationToken) {
+        let mut sync_ticker = tokio::time::interval(SYNC_TICK);
+        let mut housekeeping = tokio::time::interval(HOUSEKEEPING_PERIOD);
+        for t in [&mut sync_ticker, &mut housekeeping] {
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        }
+        loop {
+            let event = tokio::select! {
+                () = stop.cancelled() => break,
+                Some(u) = inputs.config.recv() => SyncLoopEvent::Config(u),
+                Some(e) = inputs.pleg.recv() => SyncLoopEvent::Pleg(e),
+                Some(uid) = inputs.done.recv() => SyncLoopEvent::WorkerDone(uid),
+                _ = sync_ticker.tick() => SyncLoopEvent::SyncTick,
+                _ = housekeeping.tick() => SyncLoopEvent::Housekeeping,
+            };
+            let runtime_pods = inputs.runtime_pods.borrow().clone();
+            self.handle(event, &runtime_pods);
+        }
+        self.workers.shutdown(Duration::from_secs(5)).await;
+    }
+
+    /// Dispatches one event.
+    pub fn handle(&mut self, event: SyncLoopEvent, runtime_pods: &RuntimePods) {
+        match event {
+            SyncLoopEvent::Config(update) => self.handle_config(update),
+            SyncLoopEvent::Pleg(e) => {
+                if let Some(pod) = self.pods.get(&e.uid) {
+                    self.workers.update(&e.uid, Work::Sync(pod.clone()));
+                }
+            }
+            SyncLoopEvent::SyncTick => {
+                for uid in self.queue.take_due(tokio::time::Instant::now()) {
+                    if let Some(pod) = self.pods.get(&uid) {
+                        self.workers.update(&uid, Work::Sync(pod.clone()));
+                    }
+                }
+            }
+            SyncLoopEvent::Housekeeping => self.housekeeping(runtime_pods),
+            SyncLoopEvent::WorkerDone(uid) => {
+                self.workers.remove(&uid);
+                match self.pods.get(&uid) {
+                    // Re-added while it was terminating: start it again.
+                    Some(pod) => self.workers.update(&uid, Work::Sync(pod.clone())),
+                    None => self.statuses.remove(&uid),
+                }
+            }
+        }
+    }
+
+    fn handle_config(&mut self, update: PodUpdate) {
+        for pod in update.pods {
+            let uid = uid(&pod);
+            match update.op {
+                Op::Add => self.add(pod),
+                Op::Update | Op::Reconcile => {
+                    if self.pods.contains_key(&uid) {
+                        self.pods.insert(uid.clone(), pod.clone());
+                        self.statuses.set_pod(pod.clone());
+                        self.workers.update(&uid, Work::Sync(pod));
+                    }
+                }
+                Op::Remove => {
+                    if self.pods.remove(&uid).is_some() {
+                        self.recorder.normal(
+                            "Killing",
+                            &pod_ref(&pod),
+                            "pod removed from its source; stopping it",
+                        );
+                        self.workers
+                            .update(&uid, Work::Terminate { grace: Some(grace_period(&pod)) });
+                    } else {
+                        self.statuses.remove(&uid); // a rejected pod: nothing runs
+                    }
+                }
+                Op::Delete => {
+                    self.pods.remove(&uid);
+                    self.workers.update(&uid, Work::Terminate { grace: Some(grace_period(&pod)) });
+                }
+            }
+        }
+    }
+
+    /// Admits a new pod (upstream's `canAdmitPod`, for the pod count) and starts its worker.
+    fn add(&mut self, pod: Arc<Pod>) {
+        let uid = uid(&pod);
+        self.statuses.set_pod(pod.clone());
+        if self.pods.len() >= self.max_pods {
+            let message = format!(
+                "Node didn't have enough resource: pods, requested: 1, used: {}, capacity: {}",
+                self.pods.len(),
+                self.max_pods
+            );
+            self.recorder.warning("OutOfpods", &pod_ref(&pod), message.clone());
+            let status = PodStatus {
+                phase: Some("Failed".into()),
+                reason: Some("OutOfpods".into()),
+                message: Some(message),
+                ..Default::default()
+            };
+            self.statuses.set_status(&uid, status, std::time::SystemTime::now());
+            return;
+        }
+        self.pods.insert(uid.clone(), pod.clone());
+        self.workers.update(&uid, Work::Sync(pod));
+    }
+
+    /// Kills pods the runtime holds that no source wants (once every source has been heard
+    /// from, so a restart does not kill pods before their manifests are read).
+    fn housekeeping(&mut self, runtime_pods: &RuntimePods) {
+        self.runtime.gc();
+        if !self.sources_ready.all_ready() || !runtime_pods.relisted {
+            return;
+        }
+        for uid in &runtime_pods.uids {
+            if !self.pods.contains_key(uid) && !self.workers.contains(uid) {
+                tracing::info!(uid, "found a pod in the runtime that no source wants; stopping it");
+                self.workers.update(uid, Work::Terminate { grace: None });
+            }
+        }
+    }
+}
