@@ -32,7 +32,8 @@ step "hermetic tier"
 run_tests --workspace --exclude e2e
 cargo test --locked --workspace --exclude e2e --doc
 
-step "real tier (containerd, registry)"
+step "real tier (containerd, registry, the kubelet binary)"
+cargo build --locked --workspace --bins
 run_tests -p e2e
 
 step "all tiers passed"

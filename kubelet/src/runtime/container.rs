@@ -207,7 +207,7 @@ pub fn linux_resources(
     }
 }
 
-fn security_context(c: &Container) -> cri::LinuxContainerSecurityContext {
+fn security_context(pod: &Pod, c: &Container) -> cri::LinuxContainerSecurityContext {
     let sc = c.security_context.as_ref();
     let caps = sc.and_then(|s| s.capabilities.as_ref());
     cri::LinuxContainerSecurityContext {
@@ -221,6 +221,7 @@ fn security_context(c: &Container) -> cri::LinuxContainerSecurityContext {
         run_as_group: sc.and_then(|s| s.run_as_group).map(|value| cri::Int64Value { value }),
         readonly_rootfs: sc.and_then(|s| s.read_only_root_filesystem).unwrap_or(false),
         no_new_privs: sc.and_then(|s| s.allow_privilege_escalation).is_some_and(|a| !a),
+        namespace_options: Some(super::sandbox::namespace_options(pod)),
         ..Default::default()
     }
 }
@@ -288,7 +289,7 @@ pub fn container_config(ctx: ContainerContext<'_>) -> Result<cri::ContainerConfi
         annotations,
         linux: Some(cri::LinuxContainerConfig {
             resources: Some(linux_resources(c, qos, ctx.memory_capacity)),
-            security_context: Some(security_context(c)),
+            security_context: Some(security_context(ctx.pod, c)),
         }),
         ..Default::default()
     })
@@ -373,5 +374,11 @@ mod tests {
         assert_eq!(cfg.metadata.unwrap().attempt, 2);
         assert_eq!(cfg.annotations[keys::CONTAINER_RESTART_COUNT], "2");
         assert_eq!(cfg.labels[keys::POD_UID], "u1");
+        let ns = cfg.linux.unwrap().security_context.unwrap().namespace_options.unwrap();
+        assert_eq!(
+            ns.pid,
+            cri::NamespaceMode::Container as i32,
+            "each container has its own PID namespace"
+        );
     }
 }

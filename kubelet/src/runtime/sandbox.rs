@@ -70,7 +70,9 @@ pub fn dns_config(pod: &Pod, host_resolv_conf: &str) -> cri::DnsConfig {
     dns
 }
 
-fn namespace_options(pod: &Pod) -> cri::NamespaceOption {
+/// The pod's namespaces, for its sandbox and (as upstream does) for each of its containers:
+/// CRI's default for a container is the sandbox's PID namespace, not its own.
+pub fn namespace_options(pod: &Pod) -> cri::NamespaceOption {
     let spec = pod.spec.as_ref();
     let flag = |f: Option<bool>| f.unwrap_or(false);
     let node = cri::NamespaceMode::Node as i32;

@@ -1,0 +1,173 @@
+//! The kubelet binary as a process, configured against a harness containerd: its own manifest,
+//! state and log directories, a cgroup root under the harness's, and the read-only API on a
+//! loopback port.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::containerd::{Containerd, terminate};
+
+/// The node name the harness kubelets use.
+pub const NODE: &str = "e2e-node";
+
+/// Where cargo put the kubelet binary (beside the test binaries' `deps` directory).
+pub fn kubelet_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().and_then(Path::parent).context("test binary location")?;
+    let bin = dir.join("kubelet");
+    if !bin.is_file() {
+        bail!(
+            "{} not found: build it first (`cargo build -p kubelet`; hack/test.sh does)",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+#[derive(Debug)]
+pub struct Kubelet {
+    dir: PathBuf,
+    port: u16,
+    child: Option<Child>,
+    binary: PathBuf,
+    node: String,
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl Kubelet {
+    /// Writes the config (state under `<containerd dir>/kubelet`) and starts the kubelet.
+    pub fn start(containerd: &Containerd) -> anyhow::Result<Self> {
+        Self::start_named(containerd, NODE)
+    }
+
+    pub fn start_named(containerd: &Containerd, node: &str) -> anyhow::Result<Self> {
+        let dir = containerd.dir().join(format!("kubelet-{node}"));
+        for d in ["manifests", "root", "logs"] {
+            std::fs::create_dir_all(dir.join(d))?;
+        }
+        let config = format!(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 127.0.0.1\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n",
+            dir.join("manifests").display(),
+            containerd.endpoint(),
+            dir.join("logs").display(),
+            containerd.cgroup_parent(),
+        );
+        std::fs::write(dir.join("kubelet.yaml"), config)?;
+        let mut me =
+            Self { dir, port: 0, child: None, binary: kubelet_binary()?, node: node.to_string() };
+        me.spawn()?;
+        Ok(me)
+    }
+
+    fn spawn(&mut self) -> anyhow::Result<()> {
+        self.port = free_port()?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("kubelet.log"))?;
+        let child = Command::new(&self.binary)
+            .arg("--config")
+            .arg(self.dir.join("kubelet.yaml"))
+            .args(["--hostname-override", &self.node, "--read-only-port", &self.port.to_string()])
+            .arg("--root-dir")
+            .arg(self.dir.join("root"))
+            .env("RUST_LOG", "info,kubelet=debug")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("start the kubelet")?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    pub fn manifests(&self) -> PathBuf {
+        self.dir.join("manifests")
+    }
+
+    pub fn logs_dir(&self) -> PathBuf {
+        self.dir.join("logs")
+    }
+
+    /// Writes a manifest the way an operator's tool should: to a dotfile, then renamed.
+    pub fn write_manifest(&self, file: &str, text: &str) -> anyhow::Result<PathBuf> {
+        let path = self.manifests().join(file);
+        let tmp = self.manifests().join(format!(".{file}.tmp"));
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(path)
+    }
+
+    /// `GET path` on the read-only API, decoded as JSON.
+    pub async fn get(&self, path: &str) -> Option<Value> {
+        let addr: SocketAddr = ([127, 0, 0, 1], self.port).into();
+        let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+        s.write_all(format!("GET {path} HTTP/1.0\r\nHost: kubelet\r\n\r\n").as_bytes())
+            .await
+            .ok()?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).await.ok()?;
+        serde_json::from_str(buf.split_once("\r\n\r\n")?.1).ok()
+    }
+
+    /// The pod named `name` from `/pods`.
+    pub async fn pod(&self, name: &str) -> Option<Value> {
+        let list = self.get("/pods").await?;
+        list["items"].as_array()?.iter().find(|p| p["metadata"]["name"] == name).cloned()
+    }
+
+    /// The pod, once Running with every container ready.
+    pub async fn running(&self, name: &str) -> Option<Value> {
+        let p = self.pod(name).await?;
+        let ready = p["status"]["containerStatuses"].as_array()?.iter().all(|c| c["ready"] == true);
+        (p["status"]["phase"] == "Running" && ready).then_some(p)
+    }
+
+    fn pid(&self) -> Option<Pid> {
+        self.child.as_ref().and_then(|c| i32::try_from(c.id()).ok()).map(Pid::from_raw)
+    }
+
+    /// SIGKILL, as an OOM kill or a crash would.
+    pub fn kill9(&mut self) {
+        if let Some(pid) = self.pid() {
+            let _ = kill(pid, Signal::SIGKILL);
+        }
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait (a clean stop: pods keep running). Returns the exit status.
+    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        let mut c = self.child.take()?;
+        terminate(&mut c, Duration::from_secs(15));
+        c.wait().ok()
+    }
+
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        self.spawn()
+    }
+
+    pub fn log_tail(&self, n: usize) -> String {
+        let log = std::fs::read_to_string(self.dir.join("kubelet.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+}
+
+impl Drop for Kubelet {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
