@@ -3,7 +3,7 @@
 //! loopback port.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -18,18 +18,19 @@ use crate::containerd::{Containerd, terminate};
 /// The node name the harness kubelets use.
 pub const NODE: &str = "e2e-node";
 
-/// Where cargo put the kubelet binary (beside the test binaries' `deps` directory).
+/// Where cargo put the kubelet binary: beside this executable (a binary in `target/<profile>`)
+/// or one level up (a test in `target/<profile>/deps`).
 pub fn kubelet_binary() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
-    let dir = exe.parent().and_then(Path::parent).context("test binary location")?;
-    let bin = dir.join("kubelet");
-    if !bin.is_file() {
-        bail!(
-            "{} not found: build it first (`cargo build -p kubelet`; hack/test.sh does)",
-            bin.display()
-        );
+    let dir = exe.parent().context("executable location")?;
+    let candidates = [Some(dir.join("kubelet")), dir.parent().map(|p| p.join("kubelet"))];
+    match candidates.iter().flatten().find(|c| c.is_file()) {
+        Some(bin) => Ok(bin.clone()),
+        None => bail!(
+            "no kubelet binary beside {}: build it first (`cargo build -p kubelet`; hack/test.sh does)",
+            exe.display()
+        ),
     }
-    Ok(bin)
 }
 
 #[derive(Debug)]
@@ -52,6 +53,15 @@ impl Kubelet {
     }
 
     pub fn start_named(containerd: &Containerd, node: &str) -> anyhow::Result<Self> {
+        Self::start_with(containerd, node, None)
+    }
+
+    /// Starts a kubelet named `node`, with the read-only API on `port` (a free one if `None`).
+    pub fn start_with(
+        containerd: &Containerd,
+        node: &str,
+        port: Option<u16>,
+    ) -> anyhow::Result<Self> {
         let dir = containerd.dir().join(format!("kubelet-{node}"));
         for d in ["manifests", "root", "logs"] {
             std::fs::create_dir_all(dir.join(d))?;
@@ -64,14 +74,17 @@ impl Kubelet {
             containerd.cgroup_parent(),
         );
         std::fs::write(dir.join("kubelet.yaml"), config)?;
+        let binary = kubelet_binary()?;
         let mut me =
-            Self { dir, port: 0, child: None, binary: kubelet_binary()?, node: node.to_string() };
+            Self { dir, port: port.unwrap_or(0), child: None, binary, node: node.to_string() };
         me.spawn()?;
         Ok(me)
     }
 
     fn spawn(&mut self) -> anyhow::Result<()> {
-        self.port = free_port()?;
+        if self.port == 0 {
+            self.port = free_port()?;
+        }
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -90,6 +103,11 @@ impl Kubelet {
             .context("start the kubelet")?;
         self.child = Some(child);
         Ok(())
+    }
+
+    /// The read-only API port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     pub fn manifests(&self) -> PathBuf {

@@ -7,7 +7,7 @@ use std::process::Command;
 use e2e::require;
 
 #[test]
-fn local_up_runs_a_busybox_pod_prints_its_output_and_cleans_up() {
+fn local_up_runs_the_example_nginx_pod_through_the_kubelet_and_cleans_up() {
     if !require::real_runtime(require::CONTAINERD_TOOLS) {
         return;
     }
@@ -18,7 +18,7 @@ fn local_up_runs_a_busybox_pod_prints_its_output_and_cleans_up() {
         "local-up failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("[stdout] hello from busybox in pod hello"), "{stdout}");
-    assert!(stdout.contains("[stdout] pod IP 10."), "{stdout}");
+    assert!(stdout.contains("pod nginx-pod-local-node is Running on 10."), "{stdout}");
+    assert!(stdout.contains("It works"), "the page it serves: {stdout}");
     assert!(stdout.contains("nothing left behind"), "{stdout}");
 }

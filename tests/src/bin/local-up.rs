@@ -1,74 +1,35 @@
 //! `local-up`: the main job of `hack/local-up.sh`. Starts a private containerd with the offline
-//! test images, runs one busybox pod through the CRI client and prints its output, then keeps
-//! everything up until Ctrl-C (or, with `--once`, tears down at once). Later issues grow it into
-//! a node and a cluster.
+//! test images and our kubelet on a copy of `examples/manifests` (the seed's `nginx-pod`), waits
+//! for the pod to serve, prints how to look at everything, and keeps it all up until Ctrl-C
+//! (with `--once`, tears down right away). Later issues add the control plane.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
 use e2e::containerd::Containerd;
-use e2e::cri_suite::{BUSYBOX, Target, parse_log_line, sandbox_config};
-use proto::cri;
+use e2e::kubelet::Kubelet;
+use e2e::registry::http_get;
 use tokio::signal::unix::{SignalKind, signal};
 
-const POD: &str = "hello";
+/// The read-only port local-up asks for (upstream's conventional 10255), if free.
+const READ_ONLY_PORT: u16 = 10255;
+const NODE: &str = "local-node";
 
-async fn run_hello_pod(containerd: &Containerd) -> anyhow::Result<PathBuf> {
-    let client = containerd.client().await?;
-    let log_root = containerd.dir().join("pods");
-    let target =
-        Target { client: &client, cgroup_parent: containerd.cgroup_parent(), log_root: &log_root };
-    let config = sandbox_config(&target, POD, "local-up-hello");
-    std::fs::create_dir_all(&config.log_directory)?;
-    let sandbox = client
-        .run_pod_sandbox(cri::RunPodSandboxRequest {
-            config: Some(config.clone()),
-            runtime_handler: String::new(),
-        })
-        .await?
-        .pod_sandbox_id;
-    let script = "echo hello from busybox in pod $(hostname); echo kernel $(uname -r); \
-                  echo pod IP $(ip -4 -o addr show eth0 | awk '{print $4}'); exec sleep 2147483647";
-    let container = client
-        .create_container(cri::CreateContainerRequest {
-            pod_sandbox_id: sandbox.clone(),
-            config: Some(cri::ContainerConfig {
-                metadata: Some(cri::ContainerMetadata { name: POD.into(), attempt: 0 }),
-                image: Some(cri::ImageSpec { image: BUSYBOX.into(), ..Default::default() }),
-                command: vec!["sh".into(), "-c".into(), script.into()],
-                log_path: format!("{POD}/0.log"),
-                labels: HashMap::from([(
-                    "io.kubernetes.container.name".to_string(),
-                    POD.to_string(),
-                )]),
-                ..Default::default()
-            }),
-            sandbox_config: Some(config.clone()),
-        })
-        .await?
-        .container_id;
-    client.start_container(cri::StartContainerRequest { container_id: container }).await?;
-    Ok(PathBuf::from(config.log_directory).join(POD).join("0.log"))
+fn examples_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/manifests")
 }
 
-/// Prints the pod's log lines as they arrive, until three are there or 10 s pass.
-async fn print_output(log: &PathBuf) -> anyhow::Result<()> {
-    let wait = e2e::eventually(
-        "the pod's output",
-        Duration::from_secs(10),
-        Duration::from_millis(50),
-        || async {
-            let text = std::fs::read_to_string(log).ok()?;
-            (text.lines().count() >= 3).then_some(text)
-        },
-    );
-    for line in wait.await?.lines() {
-        let (stream, _, text) = parse_log_line(line)?;
-        println!("  [{stream}] {text}");
+async fn bring_up(containerd: &Containerd) -> anyhow::Result<Kubelet> {
+    containerd.import_test_images()?;
+    let port =
+        std::net::TcpListener::bind(("127.0.0.1", READ_ONLY_PORT)).ok().map(|_| READ_ONLY_PORT);
+    let kubelet = Kubelet::start_with(containerd, NODE, port)?;
+    for entry in std::fs::read_dir(examples_dir()).context("examples/manifests")? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), kubelet.manifests().join(entry.file_name()))?;
     }
-    Ok(())
+    Ok(kubelet)
 }
 
 #[tokio::main]
@@ -76,39 +37,70 @@ async fn main() -> anyhow::Result<()> {
     let once = std::env::args().any(|a| a == "--once");
     let containerd =
         Containerd::start(Default::default()).await.context("start a private containerd")?;
-    let result = async {
-        containerd.import_test_images()?;
-        println!("containerd is up: {}", containerd.endpoint());
-        let log = run_hello_pod(&containerd).await?;
-        println!("pod {POD:?} is running; its output:");
-        print_output(&log).await?;
-        anyhow::Ok(log)
-    }
-    .await;
-    match result {
-        Ok(log) if !once => {
-            let sock = containerd.endpoint().path().display().to_string();
-            println!("\nTry:");
-            println!("  ctr --address {sock} -n k8s.io containers ls");
-            println!("  crictl --runtime-endpoint unix://{sock} pods   # if you have crictl");
-            println!("  cat {}", log.display());
-            println!("\nCtrl-C stops the pod and containerd and removes everything.");
-            let mut term = signal(SignalKind::terminate())?;
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Ok(_) => {}
+    let kubelet = match bring_up(&containerd).await {
+        Ok(k) => k,
         Err(e) => {
             eprintln!("local-up failed: {e:#}\ncontainerd log:\n{}", containerd.log_tail(20));
             containerd.stop().await;
             std::process::exit(1);
         }
-    }
+    };
+    let name = format!("nginx-pod-{NODE}");
+    println!("containerd: {}", containerd.endpoint());
+    println!("kubelet:    node {NODE}, read-only API on 127.0.0.1:{}", kubelet.port());
+    let pod = e2e::eventually(
+        "nginx-pod running",
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || kubelet.running(&name),
+    )
+    .await;
+    let pod = match pod {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("local-up failed: {e}\nkubelet log:\n{}", kubelet.log_tail(30));
+            drop(kubelet);
+            containerd.stop().await;
+            std::process::exit(1);
+        }
+    };
+    let ip = pod["status"]["podIP"].as_str().unwrap_or_default().to_string();
+    let page = match ip.parse() {
+        Ok(ip) => http_get(std::net::SocketAddr::new(ip, 80), "/", Duration::from_secs(2))
+            .map(|(_, b)| b)
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    println!("pod {name} is Running on {ip}; it serves: {}", page.trim());
+    let sock = containerd.endpoint().path().display().to_string();
+    println!("\nTry:");
+    println!(
+        "  curl -s http://127.0.0.1:{}/pods             # the kubelet's PodList",
+        kubelet.port()
+    );
+    println!(
+        "  curl -s http://127.0.0.1:{}/manifests        # what each manifest file became",
+        kubelet.port()
+    );
+    println!("  curl http://{ip}/");
+    println!("  crictl --runtime-endpoint unix://{sock} pods   # where crictl is installed");
+    println!("  ctr --address {sock} -n k8s.io containers ls");
+    println!("  drop manifests into {}", kubelet.manifests().display());
+    let code = if once {
+        0
+    } else {
+        println!("\nCtrl-C stops the kubelet, the pods and containerd, and removes everything.");
+        let mut term = signal(SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        0
+    };
     println!("stopping");
+    drop(kubelet);
     let report = containerd.stop().await;
     anyhow::ensure!(report.is_clean(), "teardown left {report:#?}");
     println!("stopped; nothing left behind");
-    Ok(())
+    std::process::exit(code);
 }
