@@ -219,11 +219,14 @@ async fn run_worker(ctx: &WorkerContext, uid: &str, mailbox: &Mailbox) {
         let work = mailbox.take().await;
         let (next, action) = step(state, work);
         state = next;
+        // Boxed: a future is as large as its largest state, and the sync path's is tens of
+        // kilobytes. Boxing keeps that only while a sync runs, so an idle worker costs a few
+        // hundred bytes (measured in BENCHMARKS.md: the idle RSS per pod).
         match action {
             Action::Nothing => {}
-            Action::Sync(pod) => sync_once(ctx, uid, &pod).await,
+            Action::Sync(pod) => Box::pin(sync_once(ctx, uid, &pod)).await,
             Action::Kill { grace } => {
-                terminate(ctx, uid, grace).await;
+                Box::pin(terminate(ctx, uid, grace)).await;
                 return;
             }
         }
@@ -283,6 +286,17 @@ mod tests {
         let mut p = Pod::default();
         p.metadata.uid = Some(uid.into());
         Arc::new(p)
+    }
+
+    /// The size of the future a function returns, without calling it.
+    fn future_size<A, B, C, F>(_: impl FnOnce(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    #[test]
+    fn an_idle_worker_is_small() {
+        let size = future_size(run_worker);
+        assert!(size < 1024, "a worker task's future is {size} bytes");
     }
 
     #[test]

@@ -152,6 +152,11 @@ impl Kubelet {
         (p["status"]["phase"] == "Running" && ready).then_some(p)
     }
 
+    /// The kubelet's process id, while it runs.
+    pub fn pid_u32(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     fn pid(&self) -> Option<Pid> {
         self.child.as_ref().and_then(|c| i32::try_from(c.id()).ok()).map(Pid::from_raw)
     }

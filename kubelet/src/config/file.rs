@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -411,7 +412,8 @@ impl FileSource {
         let mut state =
             ManifestDir::new(self.dir.clone(), self.node_name.clone(), self.recorder.clone());
         let mut watcher: Option<notify::RecommendedWatcher> = None;
-        let mut last_sent: Option<Vec<Pod>> = None;
+        // What was last sent, as (UID, content digest) pairs, not a second copy of every pod.
+        let mut last_sent: Option<Vec<(String, [u8; 32])>> = None;
         let mut ticker = tokio::time::interval(self.period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -453,8 +455,17 @@ impl FileSource {
                 *r = reports;
                 changed
             });
-            if last_sent.as_ref() != Some(&pods) {
-                last_sent = Some(pods.clone());
+            let fingerprint: Vec<(String, [u8; 32])> = pods
+                .iter()
+                .map(|p| {
+                    (
+                        p.metadata.uid.clone().unwrap_or_default(),
+                        Sha256::digest(serde_json::to_vec(p).unwrap_or_default()).into(),
+                    )
+                })
+                .collect();
+            if last_sent.as_ref() != Some(&fingerprint) {
+                last_sent = Some(fingerprint);
                 if out.send(SourceSet { source: Source::File, pods }).await.is_err() {
                     return;
                 }

@@ -60,6 +60,15 @@ pub struct RuntimeManager {
     cgroupfs: Arc<dyn Cgroups>,
     restarts: Mutex<backoff::Backoff>,
     images: images::ImageManager,
+    /// Bounds how many pods are being created (sandbox and first containers) at once. The
+    /// runtime's work per sandbox (shim, runc, CNI) is CPU-bound; a bounded pipeline brings the
+    /// first pods up in a fraction of the time an unbounded burst takes, and the last no later.
+    creations: tokio::sync::Semaphore,
+}
+
+/// Pods created at once: twice the CPUs (measured in BENCHMARKS.md).
+pub fn creation_limit() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * 2
 }
 
 fn filter_by_uid(uid: &str) -> HashMap<String, String> {
@@ -76,6 +85,7 @@ impl RuntimeManager {
             cgroupfs,
             restarts: Mutex::new(backoff::Backoff::restarts()),
             images: images::ImageManager::default(),
+            creations: tokio::sync::Semaphore::new(creation_limit()),
         }
     }
 

@@ -112,6 +112,9 @@ impl RuntimeManager {
         let cgroup = self.config.cgroups.pod_cgroup(qos, uid);
         let sandbox =
             sandbox_config(pod, actions.attempt, &log_dir, &cgroup, &self.config.resolv_conf);
+        // Held through the first container starts, so each admitted pod comes up whole.
+        let creating_permit =
+            if actions.create_sandbox { self.creations.acquire().await.ok() } else { None };
         let (sandbox_id, pod_ip) = if actions.create_sandbox {
             if let Err(e) = std::fs::create_dir_all(&log_dir) {
                 out.error =
@@ -177,6 +180,7 @@ impl RuntimeManager {
         };
         let spec = pod.spec.as_ref();
         let mut started = false;
+        let mut creating = creating_permit;
         if let Some(i) = actions.next_init_container {
             if let Some(c) = spec.and_then(|s| s.init_containers.as_ref()).and_then(|ic| ic.get(i))
             {
@@ -189,6 +193,7 @@ impl RuntimeManager {
                 }
             }
         }
+        drop(creating.take()); // the next pod may start while this one's status is read
         out.status = if acted || started { self.pod_status(uid).await? } else { status };
         Ok(out)
     }

@@ -1,0 +1,399 @@
+//! `bench-kubelet`: how fast our kubelet starts pods on real containerd, beside the floor of
+//! issuing the same CRI calls directly, and what it costs idle. Run by `hack/bench-kubelet.sh`;
+//! the figures go to BENCHMARKS.md.
+//!
+//! - start latency: manifest renamed into place → the container's `startedAt` as containerd
+//!   records it, for 1 pod (repeated) and for a burst of 30 (all running, and the first);
+//! - the direct-CRI floor: RunPodSandbox, CreateContainer, StartContainer from a minimal client,
+//!   1 and 30 at once, with the time of each call (where the time goes);
+//! - idle cost: the kubelet's RSS and CPU seconds per minute with 0, 30 and 110 pods.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context;
+use e2e::containerd::{Containerd, remove_all_pods};
+use e2e::cri_suite::{BUSYBOX, Target, sandbox_config};
+use e2e::kubelet::Kubelet;
+use futures::future::join_all;
+use proto::{CriClient, cri};
+
+fn ns(t: SystemTime) -> i64 {
+    i64::try_from(t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos())
+        .unwrap_or(0)
+}
+
+fn ms(nanos: i64) -> f64 {
+    nanos as f64 / 1e6
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn summary(name: &str, mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let (p50, p99) = (percentile(&v, 50.0), percentile(&v, 99.0));
+    println!(
+        "{name:<52} n={:<3} median {p50:8.1} ms   p99 {p99:8.1} ms   min {:8.1}   max {:8.1}",
+        v.len(),
+        v[0],
+        v[v.len() - 1]
+    );
+    p50
+}
+
+/// One pod through CRI directly; returns (startedAt - t0, per-call durations).
+async fn direct_pod(
+    client: &CriClient,
+    target: &Target<'_>,
+    name: &str,
+    t0: i64,
+) -> anyhow::Result<(i64, [Duration; 3])> {
+    let config = sandbox_config(target, name, &format!("uid-{name}"));
+    std::fs::create_dir_all(&config.log_directory)?;
+    let a = Instant::now();
+    let sandbox = client
+        .run_pod_sandbox(cri::RunPodSandboxRequest {
+            config: Some(config.clone()),
+            runtime_handler: String::new(),
+        })
+        .await?
+        .pod_sandbox_id;
+    let b = Instant::now();
+    let id = client
+        .create_container(cri::CreateContainerRequest {
+            pod_sandbox_id: sandbox,
+            config: Some(cri::ContainerConfig {
+                metadata: Some(cri::ContainerMetadata { name: "app".into(), attempt: 0 }),
+                image: Some(cri::ImageSpec { image: BUSYBOX.into(), ..Default::default() }),
+                command: vec!["sleep".into(), "3600".into()],
+                log_path: "app/0.log".into(),
+                ..Default::default()
+            }),
+            sandbox_config: Some(config),
+        })
+        .await?
+        .container_id;
+    let c = Instant::now();
+    client.start_container(cri::StartContainerRequest { container_id: id.clone() }).await?;
+    let d = Instant::now();
+    let status = client
+        .container_status(cri::ContainerStatusRequest { container_id: id, verbose: false })
+        .await?
+        .status
+        .context("status")?;
+    Ok((status.started_at - t0, [b - a, c - b, d - c]))
+}
+
+fn manifest(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: app\n    image: busybox:1.35\n    command: [sleep, \"3600\"]\n"
+    )
+}
+
+/// startedAt of every running container, by pod name.
+async fn started(client: &CriClient) -> anyhow::Result<HashMap<String, i64>> {
+    let list = client
+        .list_containers(cri::ListContainersRequest {
+            filter: Some(cri::ContainerFilter {
+                state: Some(cri::ContainerStateValue {
+                    state: cri::ContainerState::ContainerRunning as i32,
+                }),
+                ..Default::default()
+            }),
+        })
+        .await?;
+    let mut out = HashMap::new();
+    for c in list.containers {
+        let s = client
+            .container_status(cri::ContainerStatusRequest {
+                container_id: c.id.clone(),
+                verbose: false,
+            })
+            .await?;
+        if let Some(s) = s.status {
+            out.insert(
+                c.labels.get("io.kubernetes.pod.name").cloned().unwrap_or_default(),
+                s.started_at,
+            );
+        }
+    }
+    Ok(out)
+}
+
+async fn wait_running(
+    client: &CriClient,
+    names: &[String],
+) -> anyhow::Result<HashMap<String, i64>> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let s = started(client).await?;
+        if names.iter().all(|n| s.contains_key(n)) {
+            return Ok(s);
+        }
+        anyhow::ensure!(Instant::now() < deadline, "pods did not start");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn wait_empty(client: &CriClient) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !client
+        .list_pod_sandbox(cri::ListPodSandboxRequest { filter: None })
+        .await?
+        .items
+        .is_empty()
+    {
+        anyhow::ensure!(Instant::now() < deadline, "pods were not removed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// CPU seconds used by the runtime under `dir` (containerd and its shims, with the runc, CNI and
+/// other children they have reaped).
+fn runtime_cpu(dir: &std::path::Path) -> f64 {
+    let hz =
+        nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64;
+    e2e::leaks::processes(dir, "\0none")
+        .into_iter()
+        .filter_map(|(pid, _)| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .map(|stat| {
+            let f: Vec<f64> = stat
+                .rsplit_once(')')
+                .map_or("", |(_, r)| r)
+                .split_whitespace()
+                .skip(11)
+                .take(4)
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            f.iter().sum::<f64>() / hz
+        })
+        .sum()
+}
+
+/// (anonymous, file-backed) resident memory in MiB.
+fn rss_split(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (kb("RssAnon:") / 1024.0, kb("RssFile:") / 1024.0)
+}
+
+/// (RSS in MiB, CPU seconds used) of a process.
+fn usage(pid: u32) -> anyhow::Result<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let rss_kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
+    let ticks: f64 = fields.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    let hz =
+        nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64;
+    Ok((rss_kb / 1024.0, ticks / hz))
+}
+
+async fn idle_cost(kubelet: &Kubelet, window: Duration) -> anyhow::Result<(f64, f64)> {
+    tokio::time::sleep(Duration::from_secs(5)).await; // settle after the last change
+    let pid = kubelet.pid_u32().context("kubelet pid")?;
+    let (_, cpu0) = usage(pid)?;
+    tokio::time::sleep(window).await;
+    let (rss, cpu1) = usage(pid)?;
+    Ok((rss, (cpu1 - cpu0) * 60.0 / window.as_secs_f64()))
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str, default: u64| -> u64 {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (runs, bursts, window) =
+        (arg("--runs", 20), arg("--bursts", 5), Duration::from_secs(arg("--idle-seconds", 60)));
+    let skip_floor = std::env::args().any(|a| a == "--idle-only");
+    let containerd = Containerd::start(Default::default()).await?;
+    containerd.import_test_images()?;
+    let client = containerd.client().await?;
+    let log_root = containerd.dir().join("bench-pods");
+    let target =
+        Target { client: &client, cgroup_parent: containerd.cgroup_parent(), log_root: &log_root };
+
+    if !skip_floor {
+        floor(&client, &target, &containerd, runs, bursts).await?;
+    }
+    if std::env::args().any(|a| a == "--floor-only") {
+        return Ok(());
+    }
+    kubelet_part(&client, &containerd, runs, bursts, window).await?;
+    let report = containerd.stop().await;
+    anyhow::ensure!(report.is_clean(), "teardown left {report:#?}");
+    Ok(())
+}
+
+async fn floor(
+    client: &CriClient,
+    target: &Target<'_>,
+    containerd: &Containerd,
+    runs: u64,
+    bursts: u64,
+) -> anyhow::Result<()> {
+    let client = client.clone();
+    println!("== direct CRI floor (RunPodSandbox + CreateContainer + StartContainer)");
+    let (mut one, mut calls) = (Vec::new(), [Vec::new(), Vec::new(), Vec::new()]);
+    for r in 0..runs {
+        let t0 = ns(SystemTime::now());
+        let (lat, d) = direct_pod(&client, &target, &format!("floor-{r}"), t0).await?;
+        one.push(ms(lat));
+        for (i, d) in d.iter().enumerate() {
+            calls[i].push(d.as_secs_f64() * 1e3);
+        }
+        remove_all_pods(&client).await;
+    }
+    summary("floor, 1 pod: t0 -> startedAt", one);
+    for (i, name) in ["RunPodSandbox", "CreateContainer", "StartContainer"].iter().enumerate() {
+        summary(&format!("floor, 1 pod: {name} call"), calls[i].clone());
+    }
+    let (mut all, mut first, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..bursts {
+        let cpu0 = runtime_cpu(containerd.dir());
+        let t0 = ns(SystemTime::now());
+        let names: Vec<String> = (0..30).map(|i| format!("floor-b{b}-{i}")).collect();
+        let futs: Vec<_> = names.iter().map(|n| direct_pod(&client, &target, n, t0)).collect();
+        let results: Vec<i64> = join_all(futs)
+            .await
+            .into_iter()
+            .map(|r| r.map(|(l, _)| l))
+            .collect::<Result<_, _>>()?;
+        all.push(ms(*results.iter().max().unwrap_or(&0)));
+        first.push(ms(*results.iter().min().unwrap_or(&0)));
+        cpu.push((runtime_cpu(containerd.dir()) - cpu0) * 1000.0);
+        remove_all_pods(&client).await;
+    }
+    summary("floor, 30 at once: runtime CPU (containerd+shims+runc+CNI)", cpu);
+    summary("floor, 30 at once: all started", all);
+    summary("floor, 30 at once: first started", first);
+    for limit in [2usize, 4, 8] {
+        let mut all = Vec::new();
+        for b in 0..bursts {
+            let names: Vec<String> = (0..30).map(|i| format!("floor-k{limit}-{b}-{i}")).collect();
+            let gate = tokio::sync::Semaphore::new(limit);
+            let t0 = ns(SystemTime::now());
+            let futs: Vec<_> = names
+                .iter()
+                .map(|n| async {
+                    let _permit = gate.acquire().await?;
+                    direct_pod(&client, &target, n, t0).await
+                })
+                .collect();
+            let results: Vec<i64> = join_all(futs)
+                .await
+                .into_iter()
+                .map(|r| r.map(|(l, _)| l))
+                .collect::<Result<_, _>>()?;
+            all.push(ms(*results.iter().max().unwrap_or(&0)));
+            remove_all_pods(&client).await;
+        }
+        summary(&format!("floor, 30 with at most {limit} in flight: all started"), all);
+    }
+    Ok(())
+}
+
+async fn kubelet_part(
+    client: &CriClient,
+    containerd: &Containerd,
+    runs: u64,
+    bursts: u64,
+    window: Duration,
+) -> anyhow::Result<()> {
+    let client = client.clone();
+    println!("== kubelet (manifest renamed into place -> container startedAt)");
+    let kubelet = Kubelet::start(&containerd)?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle_only = std::env::args().any(|a| a == "--idle-only");
+    let mut one = Vec::new();
+    for r in 0..if idle_only { 0 } else { runs } {
+        let name = format!("one-{r}");
+        let t0 = ns(SystemTime::now());
+        let file = kubelet.write_manifest(&format!("{name}.yaml"), &manifest(&name))?;
+        let pod = format!("{name}-{}", e2e::kubelet::NODE);
+        let s = wait_running(&client, std::slice::from_ref(&pod)).await?;
+        one.push(ms(s[&pod] - t0));
+        std::fs::remove_file(file)?;
+        wait_empty(&client).await?;
+    }
+    if !one.is_empty() {
+        summary("kubelet, 1 pod: write -> startedAt", one);
+    }
+    let (mut all, mut first, mut cpu, mut kcpu) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let kpid = kubelet.pid_u32().context("kubelet pid")?;
+    for b in 0..if idle_only { 0 } else { bursts } {
+        let names: Vec<String> = (0..30).map(|i| format!("burst{b}-{i}")).collect();
+        let (cpu0, k0) = (runtime_cpu(containerd.dir()) - usage(kpid)?.1, usage(kpid)?.1);
+        let t0 = ns(SystemTime::now());
+        let files: Vec<_> = names
+            .iter()
+            .map(|n| kubelet.write_manifest(&format!("{n}.yaml"), &manifest(n)))
+            .collect::<Result<_, _>>()?;
+        let pods: Vec<String> =
+            names.iter().map(|n| format!("{n}-{}", e2e::kubelet::NODE)).collect();
+        let s = wait_running(&client, &pods).await?;
+        let lats: Vec<i64> = pods.iter().map(|p| s[p] - t0).collect();
+        all.push(ms(*lats.iter().max().unwrap_or(&0)));
+        first.push(ms(*lats.iter().min().unwrap_or(&0)));
+        let k1 = usage(kpid)?.1;
+        cpu.push((runtime_cpu(containerd.dir()) - k1 - cpu0) * 1000.0);
+        kcpu.push((k1 - k0) * 1000.0);
+        for f in files {
+            std::fs::remove_file(f)?;
+        }
+        wait_empty(&client).await?;
+    }
+    if !all.is_empty() {
+        summary("kubelet, 30-pod burst: runtime CPU (containerd+shims+runc+CNI)", cpu);
+        summary("kubelet, 30-pod burst: kubelet CPU", kcpu);
+        summary("kubelet, 30-pod burst: all started", all);
+        summary("kubelet, 30-pod burst: first started", first);
+    }
+
+    println!("== kubelet idle cost ({window:?} windows)");
+    for count in [0usize, 30, 110] {
+        let names: Vec<String> = (0..count).map(|i| format!("idle-{i}")).collect();
+        for n in &names {
+            kubelet.write_manifest(&format!("{n}.yaml"), &manifest(n))?;
+        }
+        let pods: Vec<String> =
+            names.iter().map(|n| format!("{n}-{}", e2e::kubelet::NODE)).collect();
+        wait_running(&client, &pods).await?;
+        let (rss, cpu) = idle_cost(&kubelet, window).await?;
+        let (anon, file) = rss_split(kubelet.pid_u32().unwrap_or(0));
+        println!(
+            "idle with {count:>3} pods: RSS {rss:6.1} MiB (anon {anon:.1}, file {file:.1})   CPU {cpu:6.3} s/min ({:.3} % of a core)",
+            cpu / 60.0 * 100.0
+        );
+        for n in &names {
+            std::fs::remove_file(kubelet.manifests().join(format!("{n}.yaml")))?;
+        }
+        wait_empty(&client).await?;
+    }
+    drop(kubelet);
+    Ok(())
+}
