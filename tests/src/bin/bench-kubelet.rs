@@ -261,7 +261,7 @@ async fn floor(
     let (mut one, mut calls) = (Vec::new(), [Vec::new(), Vec::new(), Vec::new()]);
     for r in 0..runs {
         let t0 = ns(SystemTime::now());
-        let (lat, d) = direct_pod(&client, &target, &format!("floor-{r}"), t0).await?;
+        let (lat, d) = direct_pod(&client, target, &format!("floor-{r}"), t0).await?;
         one.push(ms(lat));
         for (i, d) in d.iter().enumerate() {
             calls[i].push(d.as_secs_f64() * 1e3);
@@ -277,7 +277,7 @@ async fn floor(
         let cpu0 = runtime_cpu(containerd.dir());
         let t0 = ns(SystemTime::now());
         let names: Vec<String> = (0..30).map(|i| format!("floor-b{b}-{i}")).collect();
-        let futs: Vec<_> = names.iter().map(|n| direct_pod(&client, &target, n, t0)).collect();
+        let futs: Vec<_> = names.iter().map(|n| direct_pod(&client, target, n, t0)).collect();
         let results: Vec<i64> = join_all(futs)
             .await
             .into_iter()
@@ -301,7 +301,7 @@ async fn floor(
                 .iter()
                 .map(|n| async {
                     let _permit = gate.acquire().await?;
-                    direct_pod(&client, &target, n, t0).await
+                    direct_pod(&client, target, n, t0).await
                 })
                 .collect();
             let results: Vec<i64> = join_all(futs)
@@ -326,7 +326,7 @@ async fn kubelet_part(
 ) -> anyhow::Result<()> {
     let client = client.clone();
     println!("== kubelet (manifest renamed into place -> container startedAt)");
-    let kubelet = Kubelet::start(&containerd)?;
+    let kubelet = Kubelet::start(containerd)?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle_only = std::env::args().any(|a| a == "--idle-only");
     let mut one = Vec::new();
