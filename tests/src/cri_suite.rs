@@ -68,6 +68,46 @@ fn log_directory(t: &Target<'_>, name: &str, uid: &str) -> PathBuf {
     t.log_root.join(format!("default_{name}_{uid}"))
 }
 
+/// A pod started directly through CRI, with how long each call took.
+#[derive(Debug)]
+pub struct StartedPod {
+    pub sandbox_id: String,
+    pub container_id: String,
+    /// RunPodSandbox, CreateContainer, StartContainer.
+    pub calls: [std::time::Duration; 3],
+}
+
+/// Creates a sandbox for pod `name` (uid `uid-<name>`) and starts one busybox container named
+/// `app` in it, running `command` — the calls a kubelet makes, and nothing else.
+pub async fn start_pod(t: &Target<'_>, name: &str, command: &[&str]) -> anyhow::Result<StartedPod> {
+    let c = t.client;
+    let config = sandbox_config(t, name, &format!("uid-{name}"));
+    std::fs::create_dir_all(&config.log_directory)?;
+    let at = std::time::Instant::now();
+    let run =
+        cri::RunPodSandboxRequest { config: Some(config.clone()), runtime_handler: String::new() };
+    let sandbox_id = c.run_pod_sandbox(run).await?.pod_sandbox_id;
+    let ran = std::time::Instant::now();
+    let container_id = c
+        .create_container(cri::CreateContainerRequest {
+            pod_sandbox_id: sandbox_id.clone(),
+            config: Some(cri::ContainerConfig {
+                metadata: Some(cri::ContainerMetadata { name: "app".into(), attempt: 0 }),
+                image: Some(cri::ImageSpec { image: BUSYBOX.into(), ..Default::default() }),
+                command: command.iter().map(|s| (*s).to_string()).collect(),
+                log_path: "app/0.log".into(),
+                ..Default::default()
+            }),
+            sandbox_config: Some(config),
+        })
+        .await?
+        .container_id;
+    let created = std::time::Instant::now();
+    c.start_container(cri::StartContainerRequest { container_id: container_id.clone() }).await?;
+    let calls = [ran - at, created - ran, created.elapsed()];
+    Ok(StartedPod { sandbox_id, container_id, calls })
+}
+
 /// Parses one CRI log line into (stream, tag, text), checking the timestamp.
 pub fn parse_log_line(line: &str) -> anyhow::Result<(&str, &str, &str)> {
     let mut parts = line.splitn(4, ' ');

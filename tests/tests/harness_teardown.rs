@@ -6,9 +6,8 @@
 use std::time::Duration;
 
 use e2e::containerd::Containerd;
-use e2e::cri_suite::{BUSYBOX, Target, sandbox_config};
+use e2e::cri_suite::{self, Target};
 use e2e::{leaks, require};
-use proto::cri;
 
 #[tokio::test]
 async fn teardown_with_running_pods_leaves_no_processes_mounts_interfaces_or_cgroups()
@@ -24,30 +23,7 @@ async fn teardown_with_running_pods_leaves_no_processes_mounts_interfaces_or_cgr
         Target { client: &client, cgroup_parent: containerd.cgroup_parent(), log_root: &log_root };
 
     for n in 0..2 {
-        let config = sandbox_config(&target, &format!("sleeper-{n}"), &format!("uid-sleeper-{n}"));
-        std::fs::create_dir_all(&config.log_directory)?;
-        let sandbox = client
-            .run_pod_sandbox(cri::RunPodSandboxRequest {
-                config: Some(config.clone()),
-                runtime_handler: String::new(),
-            })
-            .await?
-            .pod_sandbox_id;
-        let id = client
-            .create_container(cri::CreateContainerRequest {
-                pod_sandbox_id: sandbox,
-                config: Some(cri::ContainerConfig {
-                    metadata: Some(cri::ContainerMetadata { name: "sleep".into(), attempt: 0 }),
-                    image: Some(cri::ImageSpec { image: BUSYBOX.into(), ..Default::default() }),
-                    command: vec!["sleep".into(), "3600".into()],
-                    log_path: "sleep/0.log".into(),
-                    ..Default::default()
-                }),
-                sandbox_config: Some(config),
-            })
-            .await?
-            .container_id;
-        client.start_container(cri::StartContainerRequest { container_id: id }).await?;
+        cri_suite::start_pod(&target, &format!("sleeper-{n}"), &["sleep", "3600"]).await?;
     }
 
     // Everything the teardown must remove is really there first.

@@ -3,10 +3,13 @@
 //!
 //! - [`names`]: DNS-1123 labels and subdomains, C identifiers, IANA service names, qualified
 //!   names, label values.
-//! - [`pod`]: `ValidatePodCreate`: metadata and spec.
+//! - [`pod`]: `ValidatePodCreate`: metadata and pod-level spec.
+//! - `container` and `volume`: the per-container and per-volume rules it calls.
 
+mod container;
 pub mod names;
 pub mod pod;
+mod volume;
 
 use std::fmt;
 

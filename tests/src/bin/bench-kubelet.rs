@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use e2e::containerd::{Containerd, remove_all_pods};
-use e2e::cri_suite::{BUSYBOX, Target, sandbox_config};
+use e2e::cri_suite::{Target, start_pod};
 use e2e::kubelet::Kubelet;
 use futures::future::join_all;
 use proto::{CriClient, cri};
@@ -49,45 +49,14 @@ fn summary(name: &str, mut v: Vec<f64>) -> f64 {
 
 /// One pod through CRI directly; returns (startedAt - t0, per-call durations).
 async fn direct_pod(
-    client: &CriClient,
     target: &Target<'_>,
     name: &str,
     t0: i64,
 ) -> anyhow::Result<(i64, [Duration; 3])> {
-    let config = sandbox_config(target, name, &format!("uid-{name}"));
-    std::fs::create_dir_all(&config.log_directory)?;
-    let a = Instant::now();
-    let sandbox = client
-        .run_pod_sandbox(cri::RunPodSandboxRequest {
-            config: Some(config.clone()),
-            runtime_handler: String::new(),
-        })
-        .await?
-        .pod_sandbox_id;
-    let b = Instant::now();
-    let id = client
-        .create_container(cri::CreateContainerRequest {
-            pod_sandbox_id: sandbox,
-            config: Some(cri::ContainerConfig {
-                metadata: Some(cri::ContainerMetadata { name: "app".into(), attempt: 0 }),
-                image: Some(cri::ImageSpec { image: BUSYBOX.into(), ..Default::default() }),
-                command: vec!["sleep".into(), "3600".into()],
-                log_path: "app/0.log".into(),
-                ..Default::default()
-            }),
-            sandbox_config: Some(config),
-        })
-        .await?
-        .container_id;
-    let c = Instant::now();
-    client.start_container(cri::StartContainerRequest { container_id: id.clone() }).await?;
-    let d = Instant::now();
-    let status = client
-        .container_status(cri::ContainerStatusRequest { container_id: id, verbose: false })
-        .await?
-        .status
-        .context("status")?;
-    Ok((status.started_at - t0, [b - a, c - b, d - c]))
+    let pod = start_pod(target, name, &["sleep", "3600"]).await?;
+    let req = cri::ContainerStatusRequest { container_id: pod.container_id, verbose: false };
+    let status = target.client.container_status(req).await?.status.context("status")?;
+    Ok((status.started_at - t0, pod.calls))
 }
 
 fn manifest(name: &str) -> String {
@@ -261,7 +230,7 @@ async fn floor(
     let (mut one, mut calls) = (Vec::new(), [Vec::new(), Vec::new(), Vec::new()]);
     for r in 0..runs {
         let t0 = ns(SystemTime::now());
-        let (lat, d) = direct_pod(&client, target, &format!("floor-{r}"), t0).await?;
+        let (lat, d) = direct_pod(target, &format!("floor-{r}"), t0).await?;
         one.push(ms(lat));
         for (i, d) in d.iter().enumerate() {
             calls[i].push(d.as_secs_f64() * 1e3);
@@ -272,36 +241,19 @@ async fn floor(
     for (i, name) in ["RunPodSandbox", "CreateContainer", "StartContainer"].iter().enumerate() {
         summary(&format!("floor, 1 pod: {name} call"), calls[i].clone());
     }
-    let (mut all, mut first, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
-    for b in 0..bursts {
-        let cpu0 = runtime_cpu(containerd.dir());
-        let t0 = ns(SystemTime::now());
-        let names: Vec<String> = (0..30).map(|i| format!("floor-b{b}-{i}")).collect();
-        let futs: Vec<_> = names.iter().map(|n| direct_pod(&client, target, n, t0)).collect();
-        let results: Vec<i64> = join_all(futs)
-            .await
-            .into_iter()
-            .map(|r| r.map(|(l, _)| l))
-            .collect::<Result<_, _>>()?;
-        all.push(ms(*results.iter().max().unwrap_or(&0)));
-        first.push(ms(*results.iter().min().unwrap_or(&0)));
-        cpu.push((runtime_cpu(containerd.dir()) - cpu0) * 1000.0);
-        remove_all_pods(&client).await;
-    }
-    summary("floor, 30 at once: runtime CPU (containerd+shims+runc+CNI)", cpu);
-    summary("floor, 30 at once: all started", all);
-    summary("floor, 30 at once: first started", first);
-    for limit in [2usize, 4, 8] {
-        let mut all = Vec::new();
+    // 30 pods, with at most `limit` being created at once (30: all at once, as a naive client).
+    for limit in [30usize, 2, 4, 8] {
+        let (mut all, mut first, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
         for b in 0..bursts {
             let names: Vec<String> = (0..30).map(|i| format!("floor-k{limit}-{b}-{i}")).collect();
             let gate = tokio::sync::Semaphore::new(limit);
+            let cpu0 = runtime_cpu(containerd.dir());
             let t0 = ns(SystemTime::now());
             let futs: Vec<_> = names
                 .iter()
                 .map(|n| async {
                     let _permit = gate.acquire().await?;
-                    direct_pod(&client, target, n, t0).await
+                    direct_pod(target, n, t0).await
                 })
                 .collect();
             let results: Vec<i64> = join_all(futs)
@@ -310,9 +262,18 @@ async fn floor(
                 .map(|r| r.map(|(l, _)| l))
                 .collect::<Result<_, _>>()?;
             all.push(ms(*results.iter().max().unwrap_or(&0)));
+            first.push(ms(*results.iter().min().unwrap_or(&0)));
+            cpu.push((runtime_cpu(containerd.dir()) - cpu0) * 1000.0);
             remove_all_pods(&client).await;
         }
-        summary(&format!("floor, 30 with at most {limit} in flight: all started"), all);
+        let label = if limit == 30 {
+            "30 at once".to_string()
+        } else {
+            format!("30, at most {limit} in flight")
+        };
+        summary(&format!("floor, {label}: all started"), all);
+        summary(&format!("floor, {label}: first started"), first);
+        summary(&format!("floor, {label}: runtime CPU"), cpu);
     }
     Ok(())
 }
