@@ -1,5 +1,13 @@
 //! apiserver-lite: a Kubernetes API server for small clusters.
 //!
 //! - [`storage`]: the revisioned store (SQLite backend, in-memory state, watch history).
+//! - [`resources`]: the served resource types.
+//! - [`request`]: routing and query parameters.
+//! - [`selectors`]: label and field selectors.
+//! - [`errors`]: `Status` errors as upstream words them.
 
+pub mod errors;
+pub mod request;
+pub mod resources;
+pub mod selectors;
 pub mod storage;

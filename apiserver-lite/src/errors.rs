@@ -1,0 +1,182 @@
+//! API errors as upstream's `Status` objects: HTTP code, reason and message in the same words,
+//! so kubectl prints `Error from server (NotFound): pods "x" not found` against us too.
+
+use api::validation::ErrorList;
+use serde_json::{Value, json};
+
+use crate::resources::ResourceType;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+/// The request body limit (upstream's 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+fn details(r: &ResourceType, name: &str) -> Value {
+    let mut d = json!({ "name": name, "kind": r.name });
+    if !r.group.is_empty() {
+        d["group"] = json!(r.group);
+    }
+    d
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self { code, reason, message: message.into(), details: None }
+    }
+
+    pub fn not_found(r: &ResourceType, name: &str) -> Self {
+        Self {
+            details: Some(details(r, name)),
+            ..Self::new(404, "NotFound", format!("{} {name:?} not found", r.qualified()))
+        }
+    }
+
+    /// A write into a namespace that does not exist.
+    pub fn namespace_not_found(ns: &str) -> Self {
+        Self {
+            details: Some(json!({ "name": ns, "kind": "namespaces" })),
+            ..Self::new(404, "NotFound", format!("namespaces {ns:?} not found"))
+        }
+    }
+
+    pub fn path_not_found() -> Self {
+        Self::new(404, "NotFound", "the server could not find the requested resource")
+    }
+
+    pub fn already_exists(r: &ResourceType, name: &str) -> Self {
+        Self {
+            details: Some(details(r, name)),
+            ..Self::new(409, "AlreadyExists", format!("{} {name:?} already exists", r.qualified()))
+        }
+    }
+
+    pub fn conflict(r: &ResourceType, name: &str, why: &str) -> Self {
+        Self {
+            details: Some(details(r, name)),
+            ..Self::new(
+                409,
+                "Conflict",
+                format!("Operation cannot be fulfilled on {} {name:?}: {why}", r.qualified()),
+            )
+        }
+    }
+
+    pub fn stale(r: &ResourceType, name: &str) -> Self {
+        Self::conflict(
+            r,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 422 with one cause per field error.
+    pub fn invalid(r: &ResourceType, name: &str, errors: &ErrorList) -> Self {
+        let causes: Vec<Value> = errors
+            .0
+            .iter()
+            .map(|e| json!({ "reason": e.kind.cause_reason(), "message": e.message(), "field": e.field }))
+            .collect();
+        let mut d = details(r, name);
+        d["kind"] = json!(r.kind);
+        d["causes"] = json!(causes);
+        Self { details: Some(d), ..Self::new(422, "Invalid", errors.status_message(r.kind, name)) }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", message)
+    }
+
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+    }
+
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    pub fn too_large() -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {MAX_BODY}"),
+        )
+    }
+
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"
+            ),
+        )
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
+    }
+
+    /// The `Status` body.
+    pub fn status(&self) -> Value {
+        let mut s = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            s["details"] = d.clone();
+        }
+        s
+    }
+}
+
+impl From<crate::storage::StorageError> for ApiError {
+    fn from(e: crate::storage::StorageError) -> Self {
+        tracing::error!(error = %e, "storage failure");
+        ApiError::internal(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::find;
+
+    #[test]
+    fn statuses_read_like_upstreams() {
+        let pods = find("", "v1", "pods").unwrap();
+        let s = ApiError::not_found(pods, "nope").status();
+        assert_eq!(s["message"], "pods \"nope\" not found");
+        assert_eq!((s["code"].as_u64(), s["reason"].as_str()), (Some(404), Some("NotFound")));
+        assert_eq!(s["details"], json!({"name": "nope", "kind": "pods"}));
+        let deploy = find("apps", "v1", "deployments").unwrap();
+        assert_eq!(
+            ApiError::already_exists(deploy, "web").message,
+            "deployments.apps \"web\" already exists"
+        );
+        assert_eq!(ApiError::namespace_not_found("nons").message, "namespaces \"nons\" not found");
+    }
+}

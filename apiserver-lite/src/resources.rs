@@ -1,0 +1,170 @@
+//! The resource types this server serves: group, version, names, kind, scope, verbs and
+//! subresources, as discovery reports them and as requests are routed to them.
+
+/// One resource type (a group, version and plural name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceType {
+    pub group: &'static str,
+    pub version: &'static str,
+    /// Plural, lowercase: `pods`.
+    pub name: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// Subresources this server implements, e.g. `status`, `scale`, `binding`.
+    pub subresources: &'static [&'static str],
+}
+
+const VERBS: [&str; 8] =
+    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+macro_rules! rt {
+    ($g:literal, $v:literal, $name:literal, $singular:literal, $kind:literal, $ns:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:literal),*]) => {
+        ResourceType { group: $g, version: $v, name: $name, singular: $singular, kind: $kind, namespaced: $ns,
+            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$($sub),*] }
+    };
+}
+
+/// Every served resource type.
+pub const RESOURCES: &[ResourceType] = &[
+    rt!(
+        "",
+        "v1",
+        "namespaces",
+        "namespace",
+        "Namespace",
+        false,
+        ["ns"],
+        [],
+        ["status", "finalize"]
+    ),
+    rt!(
+        "",
+        "v1",
+        "pods",
+        "pod",
+        "Pod",
+        true,
+        ["po"],
+        ["all"],
+        ["status", "binding", "log", "exec"]
+    ),
+    rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], ["status"]),
+    rt!("", "v1", "events", "event", "Event", true, ["ev"], [], []),
+    rt!("", "v1", "services", "service", "Service", true, ["svc"], ["all"], ["status"]),
+    rt!("", "v1", "endpoints", "endpoints", "Endpoints", true, ["ep"], [], []),
+    rt!("", "v1", "configmaps", "configmap", "ConfigMap", true, ["cm"], [], []),
+    rt!("", "v1", "secrets", "secret", "Secret", true, [], [], []),
+    rt!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, ["sa"], [], []),
+    rt!(
+        "apps",
+        "v1",
+        "deployments",
+        "deployment",
+        "Deployment",
+        true,
+        ["deploy"],
+        ["all"],
+        ["status", "scale"]
+    ),
+    rt!(
+        "apps",
+        "v1",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        true,
+        ["rs"],
+        ["all"],
+        ["status", "scale"]
+    ),
+    rt!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, ["ds"], ["all"], ["status"]),
+    rt!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, [], [], []),
+    rt!("events.k8s.io", "v1", "events", "event", "Event", true, ["ev"], [], []),
+];
+
+impl ResourceType {
+    pub fn verbs(&self) -> &'static [&'static str] {
+        &VERBS
+    }
+
+    /// `v1` or `apps/v1`.
+    pub fn group_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `PodList`.
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// How messages name it: `pods`, `deployments.apps`.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.name.to_string()
+        } else {
+            format!("{}.{}", self.name, self.group)
+        }
+    }
+
+    pub fn has_subresource(&self, sub: &str) -> bool {
+        self.subresources.contains(&sub)
+    }
+
+    /// The storage key prefix of the resource, or of one namespace of it.
+    pub fn prefix(&self, namespace: Option<&str>) -> String {
+        let group = if self.group.is_empty() { "core" } else { self.group };
+        match namespace.filter(|_| self.namespaced) {
+            Some(ns) => format!("/registry/{group}/{}/{ns}/", self.name),
+            None => format!("/registry/{group}/{}/", self.name),
+        }
+    }
+
+    /// The storage key of one object.
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        format!("{}{name}", self.prefix(namespace))
+    }
+}
+
+/// The resource type `name` in `group`/`version`.
+pub fn find(group: &str, version: &str, name: &str) -> Option<&'static ResourceType> {
+    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.name == name)
+}
+
+/// The groups and versions served, in discovery order (`""` is the core group).
+pub fn group_versions() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for r in RESOURCES {
+        if !out.contains(&(r.group, r.version)) {
+            out.push((r.group, r.version));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_names() {
+        let pods = find("", "v1", "pods").unwrap();
+        assert_eq!(pods.key(Some("default"), "web"), "/registry/core/pods/default/web");
+        assert_eq!(pods.prefix(None), "/registry/core/pods/");
+        let nodes = find("", "v1", "nodes").unwrap();
+        assert_eq!(nodes.key(Some("ignored"), "n1"), "/registry/core/nodes/n1");
+        let deploy = find("apps", "v1", "deployments").unwrap();
+        assert_eq!(
+            (deploy.group_version(), deploy.qualified(), deploy.list_kind()),
+            ("apps/v1".into(), "deployments.apps".into(), "DeploymentList".into())
+        );
+        assert_eq!(group_versions()[0], ("", "v1"));
+        assert!(find("apps", "v1", "pods").is_none());
+    }
+}
