@@ -5,8 +5,10 @@
 //! - [`request`]: routing and query parameters.
 //! - [`selectors`]: label and field selectors.
 //! - [`errors`]: `Status` errors as upstream words them.
+//! - [`objects`]: decoding, defaults, create and update rules, validation.
 
 pub mod errors;
+pub mod objects;
 pub mod request;
 pub mod resources;
 pub mod selectors;

@@ -120,15 +120,12 @@ pub fn parse(file: &Path, text: &str, node_name: &str) -> Result<StaticPod, Mani
     if api_version != "v1" || kind != "Pod" {
         return Err(ManifestError::NotAPod { file: file.to_path_buf(), api_version, kind });
     }
-    let mut unknown_fields = Vec::new();
-    let mut note = |path: serde_ignored::Path<'_>| unknown_fields.push(field_path(&path));
-    let ignored = serde_ignored::Deserializer::new(value, &mut note);
-    let mut pod: Pod =
-        serde_path_to_error::deserialize(ignored).map_err(|e| ManifestError::Decode {
-            file: file.to_path_buf(),
-            field: e.path().to_string(),
-            message: e.inner().to_string(),
-        })?;
+    let decoded = api::decode::decode::<Pod>(value).map_err(|e| ManifestError::Decode {
+        file: file.to_path_buf(),
+        field: e.path,
+        message: e.message,
+    })?;
+    let (mut pod, unknown_fields) = (decoded.value, decoded.unknown_fields);
     if pod.metadata.name.as_deref().unwrap_or_default().is_empty() {
         return Err(ManifestError::NoName { file: file.to_path_buf() });
     }
@@ -137,22 +134,6 @@ pub fn parse(file: &Path, text: &str, node_name: &str) -> Result<StaticPod, Mani
     api::validation::validate_pod(&pod)
         .map_err(|errors| ManifestError::Invalid { file: file.to_path_buf(), errors })?;
     Ok(StaticPod { pod, file: file.to_path_buf(), unknown_fields })
-}
-
-/// A field path as the API server prints it: `spec.containers[0].comand`.
-fn field_path(path: &serde_ignored::Path<'_>) -> String {
-    use serde_ignored::Path;
-    match path {
-        Path::Root => String::new(),
-        Path::Seq { parent, index } => format!("{}[{index}]", field_path(parent)),
-        Path::Map { parent, key } => {
-            let parent = field_path(parent);
-            if parent.is_empty() { key.clone() } else { format!("{parent}.{key}") }
-        }
-        Path::Some { parent }
-        | Path::NewtypeStruct { parent }
-        | Path::NewtypeVariant { parent } => field_path(parent),
-    }
 }
 
 /// What the kubelet adds to a file-sourced pod: a content-derived UID, the `<name>-<node>` name,
