@@ -296,10 +296,10 @@ pub fn prepare_create(
     } else if let Some(m) = meta.as_object_mut() {
         m.remove("namespace");
     }
-    if meta["name"].as_str().unwrap_or_default().is_empty() {
-        if let Some(prefix) = meta["generateName"].as_str().filter(|p| !p.is_empty()) {
-            meta["name"] = json!(generate_name(prefix));
-        }
+    if meta["name"].as_str().unwrap_or_default().is_empty()
+        && let Some(prefix) = meta["generateName"].as_str().filter(|p| !p.is_empty())
+    {
+        meta["name"] = json!(generate_name(prefix));
     }
     meta["uid"] = json!(new_uid());
     meta["creationTimestamp"] = json!(now_rfc3339());
