@@ -4,7 +4,7 @@
 //! Revisions are the API's resourceVersions: one counter for the whole store, strictly
 //! increasing, never reused across restarts. A write is durable before it is acknowledged.
 
-mod memory;
+pub mod memory;
 pub mod sqlite;
 
 use bytes::Bytes;

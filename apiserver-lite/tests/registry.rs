@@ -1,0 +1,334 @@
+//! The registry's semantics, as the real API server's, over a real SQLite file.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver_lite::objects::FieldValidation;
+use apiserver_lite::registry::{
+    DeleteOptions, ListOptions, Registry, WatchItem, WatchOptions, WatchStart,
+};
+use apiserver_lite::resources::{ResourceType, find};
+use apiserver_lite::selectors::{FieldSelector, LabelSelector};
+use apiserver_lite::storage::Store;
+use apiserver_lite::storage::sqlite::SqliteBackend;
+use serde_json::{Value, json};
+
+fn pods() -> &'static ResourceType {
+    find("", "v1", "pods").unwrap()
+}
+
+async fn registry(dir: &std::path::Path) -> Arc<Registry> {
+    let store = Store::open(Arc::new(SqliteBackend::open(&dir.join("db")).unwrap())).unwrap();
+    let r = Arc::new(Registry::new(Arc::new(store)));
+    r.bootstrap().await.unwrap();
+    r
+}
+
+fn pod(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox:1.35"}]}})
+}
+
+async fn create(r: &Registry, name: &str) -> Value {
+    r.create(
+        pods(),
+        Some("default"),
+        pod(name, json!({"app": "web"})),
+        false,
+        FieldValidation::Strict,
+    )
+    .await
+    .unwrap()
+    .0
+}
+
+#[tokio::test]
+async fn create_get_list_and_update_with_optimistic_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    let created = create(&r, "web").await;
+    assert_eq!(created["status"]["phase"], "Pending");
+    let rv1 = created["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let err = r
+        .create(pods(), Some("default"), pod("web", json!({})), false, FieldValidation::Strict)
+        .await
+        .unwrap_err();
+    assert_eq!((err.code, err.message.as_str()), (409, "pods \"web\" already exists"));
+    let err = r
+        .create(pods(), Some("nons"), pod("x", json!({})), false, FieldValidation::Strict)
+        .await
+        .unwrap_err();
+    assert_eq!((err.code, err.message.as_str()), (404, "namespaces \"nons\" not found"));
+
+    let mut changed = created.clone();
+    changed["metadata"]["labels"]["tier"] = json!("front");
+    let updated = r
+        .update(
+            pods(),
+            Some("default"),
+            "web",
+            None,
+            changed.clone(),
+            false,
+            FieldValidation::Strict,
+        )
+        .await
+        .unwrap()
+        .0;
+    let rv2 = updated["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    assert!(rv2.parse::<i64>().unwrap() > rv1.parse::<i64>().unwrap());
+    // The same write again, with the now stale resourceVersion: a conflict.
+    let err = r
+        .update(pods(), Some("default"), "web", None, changed, false, FieldValidation::Strict)
+        .await
+        .unwrap_err();
+    assert_eq!((err.code, err.reason), (409, "Conflict"));
+    // An update that changes nothing keeps the resourceVersion.
+    let same = r
+        .update(
+            pods(),
+            Some("default"),
+            "web",
+            None,
+            updated.clone(),
+            false,
+            FieldValidation::Strict,
+        )
+        .await
+        .unwrap()
+        .0;
+    assert_eq!(same["metadata"]["resourceVersion"], rv2.as_str());
+
+    create(&r, "db").await;
+    let opts = ListOptions {
+        labels: LabelSelector::parse("tier=front").unwrap(),
+        ..ListOptions::default()
+    };
+    let page = r.list(pods(), Some("default"), &opts).unwrap();
+    assert_eq!(page.items.len(), 1);
+    let all = r.list(pods(), None, &ListOptions::default()).unwrap();
+    assert_eq!(all.items.len(), 2);
+    assert_eq!(all.revision, r.store.revision());
+}
+
+#[tokio::test]
+async fn paging_follows_continue_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    for i in 0..5 {
+        create(&r, &format!("p{i}")).await;
+    }
+    let mut names = Vec::new();
+    let mut opts = ListOptions { limit: Some(2), ..ListOptions::default() };
+    loop {
+        let page = r.list(pods(), Some("default"), &opts).unwrap();
+        for item in &page.items {
+            let v: Value = serde_json::from_slice(item).unwrap();
+            names.push(v["metadata"]["name"].as_str().unwrap().to_string());
+        }
+        match page.continue_token {
+            Some(t) => {
+                assert!(page.remaining.unwrap() > 0);
+                opts.continue_from = Some(t);
+            }
+            None => break,
+        }
+    }
+    assert_eq!(names, ["p0", "p1", "p2", "p3", "p4"]);
+    let bad = ListOptions { continue_from: Some("zz".into()), ..ListOptions::default() };
+    assert_eq!(r.list(pods(), Some("default"), &bad).unwrap_err().code, 400);
+}
+
+#[tokio::test]
+async fn strict_field_validation_refuses_unknown_fields_and_warn_reports_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    let mut typo = pod("t", json!({}));
+    typo["spec"]["containers"][0]["comand"] = json!(["sh"]);
+    let err = r
+        .create(pods(), Some("default"), typo.clone(), false, FieldValidation::Strict)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (400, "strict decoding error: unknown field \"spec.containers[0].comand\"")
+    );
+    let (obj, warnings) =
+        r.create(pods(), Some("default"), typo, false, FieldValidation::Warn).await.unwrap();
+    assert_eq!(warnings, ["unknown field \"spec.containers[0].comand\""]);
+    assert!(obj["spec"]["containers"][0].get("comand").is_none(), "unknown fields are not stored");
+    let err = r
+        .create(pods(), Some("default"), pod("NO", json!({})), false, FieldValidation::Strict)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, 422);
+}
+
+#[tokio::test]
+async fn a_pod_on_a_node_is_deleted_gracefully_and_removed_when_its_kubelet_confirms() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    let mut p = pod("bound", json!({}));
+    p["spec"]["nodeName"] = json!("node-1");
+    r.create(pods(), Some("default"), p, false, FieldValidation::Strict).await.unwrap();
+    let d =
+        r.delete(pods(), Some("default"), "bound", &DeleteOptions::default(), false).await.unwrap();
+    assert!(!d.removed);
+    assert!(d.object["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(d.object["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert!(
+        r.get(pods(), Some("default"), "bound").is_ok(),
+        "still there until the kubelet confirms"
+    );
+    let confirm = DeleteOptions { grace_period_seconds: Some(0), ..DeleteOptions::default() };
+    assert!(r.delete(pods(), Some("default"), "bound", &confirm, false).await.unwrap().removed);
+    assert_eq!(r.get(pods(), Some("default"), "bound").unwrap_err().code, 404);
+
+    create(&r, "unbound").await;
+    assert!(
+        r.delete(pods(), Some("default"), "unbound", &DeleteOptions::default(), false)
+            .await
+            .unwrap()
+            .removed,
+        "an unscheduled pod goes at once"
+    );
+}
+
+#[tokio::test]
+async fn finalizers_hold_an_object_until_they_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    let cm = find("", "v1", "configmaps").unwrap();
+    let body = json!({"metadata": {"name": "held", "finalizers": ["example.com/keep"]}, "data": {"a": "1"}});
+    r.create(cm, Some("default"), body, false, FieldValidation::Strict).await.unwrap();
+    let d = r.delete(cm, Some("default"), "held", &DeleteOptions::default(), false).await.unwrap();
+    assert!(!d.removed && d.object["metadata"]["deletionTimestamp"].is_string());
+    let mut released = r.get(cm, Some("default"), "held").unwrap();
+    released["metadata"]["finalizers"] = json!([]);
+    r.update(cm, Some("default"), "held", None, released, false, FieldValidation::Strict)
+        .await
+        .unwrap();
+    assert_eq!(r.get(cm, Some("default"), "held").unwrap_err().code, 404);
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_removes_its_contents_then_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    let nsr = find("", "v1", "namespaces").unwrap();
+    r.create(nsr, None, json!({"metadata": {"name": "team"}}), false, FieldValidation::Strict)
+        .await
+        .unwrap();
+    r.create(pods(), Some("team"), pod("a", json!({})), false, FieldValidation::Strict)
+        .await
+        .unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(r.clone().run_namespace_controller(stop.clone()));
+    let d = r.delete(nsr, None, "team", &DeleteOptions::default(), false).await.unwrap();
+    assert_eq!(d.object["status"]["phase"], "Terminating");
+    let err = r
+        .create(pods(), Some("team"), pod("b", json!({})), false, FieldValidation::Strict)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, 403, "{}", err.message);
+    for _ in 0..100 {
+        if r.get(nsr, None, "team").is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(r.get(nsr, None, "team").unwrap_err().code, 404);
+    assert_eq!(r.get(pods(), Some("team"), "a").unwrap_err().code, 404);
+    stop.cancel();
+}
+
+async fn next_event(w: &mut apiserver_lite::registry::WatchStream) -> (String, String) {
+    match tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap().unwrap() {
+        WatchItem::Event { kind, object } => {
+            (kind.to_string(), object["metadata"]["name"].as_str().unwrap().to_string())
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn watches_send_current_objects_then_changes_through_their_selectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    create(&r, "a").await;
+    let opts = WatchOptions {
+        start: WatchStart::InitialEvents,
+        list: ListOptions {
+            labels: LabelSelector::parse("app=web").unwrap(),
+            ..ListOptions::default()
+        },
+        bookmarks: true,
+    };
+    let mut w = r.watch(pods(), Some("default"), opts).unwrap();
+    assert_eq!(next_event(&mut w).await, ("ADDED".into(), "a".into()));
+    match w.next().await.unwrap() {
+        WatchItem::Bookmark { initial_events_end, revision } => {
+            assert!(initial_events_end && revision > 0)
+        }
+        other => panic!("{other:?}"),
+    }
+    create(&r, "b").await;
+    assert_eq!(next_event(&mut w).await, ("ADDED".into(), "b".into()));
+    // b stops matching: the watcher sees it DELETED; it matches again: ADDED.
+    let mut b = r.get(pods(), Some("default"), "b").unwrap();
+    b["metadata"]["labels"]["app"] = json!("other");
+    let b = r
+        .update(pods(), Some("default"), "b", None, b, false, FieldValidation::Strict)
+        .await
+        .unwrap()
+        .0;
+    assert_eq!(next_event(&mut w).await, ("DELETED".into(), "b".into()));
+    let mut b = b;
+    b["metadata"]["labels"]["app"] = json!("web");
+    r.update(pods(), Some("default"), "b", None, b, false, FieldValidation::Strict).await.unwrap();
+    assert_eq!(next_event(&mut w).await, ("ADDED".into(), "b".into()));
+    r.delete(pods(), Some("default"), "a", &DeleteOptions::default(), false).await.unwrap();
+    assert_eq!(next_event(&mut w).await, ("DELETED".into(), "a".into()));
+}
+
+#[tokio::test]
+async fn a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    let a = create(&r, "a").await;
+    let after = a["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    create(&r, "b").await;
+    let opts = WatchOptions {
+        start: WatchStart::After(after),
+        list: ListOptions::default(),
+        bookmarks: false,
+    };
+    let mut w = r.watch(pods(), Some("default"), opts.clone()).unwrap();
+    assert_eq!(next_event(&mut w).await, ("ADDED".into(), "b".into()));
+
+    let r2 = registry(dir.path()).await; // a restart: no history before now
+    let mut old = r2
+        .watch(pods(), Some("default"), WatchOptions { start: WatchStart::After(1), ..opts })
+        .unwrap();
+    match old.next().await.unwrap() {
+        WatchItem::Error(status) => {
+            assert_eq!(
+                (status["code"].as_u64(), status["reason"].as_str()),
+                (Some(410), Some("Expired"))
+            );
+            assert!(
+                status["message"].as_str().unwrap().starts_with("too old resource version: 1 (")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(old.next().await.is_none());
+    let fields = FieldSelector::parse("spec.nodeName=nowhere", pods()).unwrap();
+    assert!(
+        r.list(pods(), None, &ListOptions { fields, ..ListOptions::default() })
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
