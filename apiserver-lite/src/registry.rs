@@ -49,6 +49,19 @@ pub struct ListPage {
     pub remaining: Option<usize>,
 }
 
+/// How a write is made: for real or as a dry run, and what unknown fields do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    pub validation: FieldValidation,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self { dry_run: false, validation: FieldValidation::Strict }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
@@ -173,7 +186,13 @@ impl Registry {
         for name in INITIAL_NAMESPACES {
             if self.store.get(&ns.key(None, name)).is_none() {
                 let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
-                self.create(ns, None, body, false, FieldValidation::Ignore).await?;
+                self.create(
+                    ns,
+                    None,
+                    body,
+                    WriteOptions { dry_run: false, validation: FieldValidation::Ignore },
+                )
+                .await?;
             }
         }
         Ok(())
@@ -245,9 +264,9 @@ impl Registry {
         r: &ResourceType,
         ns: Option<&str>,
         body: Value,
-        dry_run: bool,
-        validation: FieldValidation,
+        w: WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
+        let WriteOptions { dry_run, validation } = w;
         let mut obj = body;
         objects::check_type(r, &mut obj)?;
         objects::prepare_create(r, ns, &mut obj)?;
@@ -285,9 +304,9 @@ impl Registry {
         name: &str,
         sub: Option<&str>,
         body: Value,
-        dry_run: bool,
-        validation: FieldValidation,
+        w: WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
+        let WriteOptions { dry_run, validation } = w;
         let mut body = body;
         objects::check_type(r, &mut body)?;
         if let Some(given) =
@@ -326,10 +345,10 @@ impl Registry {
                 let old = parse(&current.value)?;
                 let mut new = change(&old)?;
                 objects::check_type(r, &mut new)?;
-                if let Some(given) = rv(&new) {
-                    if Some(given) != rv(&old) {
-                        return Err(ApiError::stale(r, name));
-                    }
+                if let Some(given) = rv(&new)
+                    && Some(given) != rv(&old)
+                {
+                    return Err(ApiError::stale(r, name));
                 }
                 objects::prepare_update(r, sub, &old, &mut new)?;
                 objects::apply_defaults(r, &mut new);
@@ -373,16 +392,14 @@ impl Registry {
             .mutate(&key, |current, rev| {
                 let current = current.ok_or_else(|| ApiError::not_found(r, name))?;
                 let mut obj = parse(&current.value)?;
-                if let Some(uid) = &opts.precondition_uid {
-                    if obj["metadata"]["uid"].as_str() != Some(uid) {
+                if let Some(uid) = &opts.precondition_uid
+                    && obj["metadata"]["uid"].as_str() != Some(uid) {
                         return Err(ApiError::conflict(r, name, &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", obj["metadata"]["uid"].as_str().unwrap_or_default())));
                     }
-                }
-                if let Some(want) = &opts.precondition_resource_version {
-                    if rv(&obj) != Some(want.as_str()) {
+                if let Some(want) = &opts.precondition_resource_version
+                    && rv(&obj) != Some(want.as_str()) {
                         return Err(ApiError::conflict(r, name, &format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in meta: {}", rv(&obj).unwrap_or_default())));
                     }
-                }
                 let grace = opts.grace_period_seconds.unwrap_or_else(|| obj["spec"]["terminationGracePeriodSeconds"].as_i64().unwrap_or(30)).max(0);
                 let namespace = r.group.is_empty() && r.kind == "Namespace";
                 let mark = (is_graceful_pod(r, &obj) && grace > 0) || has_finalizers(&obj) || namespace;
@@ -443,12 +460,11 @@ impl Registry {
                     left += 1;
                     let Ok(obj) = parse(&item) else { continue };
                     let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
-                    if obj["metadata"]["deletionTimestamp"].is_null() {
-                        if let Err(e) =
+                    if obj["metadata"]["deletionTimestamp"].is_null()
+                        && let Err(e) =
                             self.delete(r, Some(ns), &name, &DeleteOptions::default(), false).await
-                        {
-                            tracing::debug!(namespace = ns, name, error = %e, "deleting namespace content");
-                        }
+                    {
+                        tracing::debug!(namespace = ns, name, error = %e, "deleting namespace content");
                     }
                 }
             }

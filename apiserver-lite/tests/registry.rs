@@ -50,15 +50,9 @@ async fn create_get_list_and_update_with_optimistic_concurrency() {
     let created = create(&r, "web").await;
     assert_eq!(created["status"]["phase"], "Pending");
     let rv1 = created["metadata"]["resourceVersion"].as_str().unwrap().to_string();
-    let err = r
-        .create(pods(), Some("default"), pod("web", json!({})), false, FieldValidation::Strict)
-        .await
-        .unwrap_err();
+    let err = r.create(pods(), Some("default"), pod("web", json!({})), W).await.unwrap_err();
     assert_eq!((err.code, err.message.as_str()), (409, "pods \"web\" already exists"));
-    let err = r
-        .create(pods(), Some("nons"), pod("x", json!({})), false, FieldValidation::Strict)
-        .await
-        .unwrap_err();
+    let err = r.create(pods(), Some("nons"), pod("x", json!({})), W).await.unwrap_err();
     assert_eq!((err.code, err.message.as_str()), (404, "namespaces \"nons\" not found"));
 
     let mut changed = created.clone();
@@ -79,10 +73,7 @@ async fn create_get_list_and_update_with_optimistic_concurrency() {
     let rv2 = updated["metadata"]["resourceVersion"].as_str().unwrap().to_string();
     assert!(rv2.parse::<i64>().unwrap() > rv1.parse::<i64>().unwrap());
     // The same write again, with the now stale resourceVersion: a conflict.
-    let err = r
-        .update(pods(), Some("default"), "web", None, changed, false, FieldValidation::Strict)
-        .await
-        .unwrap_err();
+    let err = r.update(pods(), Some("default"), "web", None, changed, W).await.unwrap_err();
     assert_eq!((err.code, err.reason), (409, "Conflict"));
     // An update that changes nothing keeps the resourceVersion.
     let same = r
@@ -146,22 +137,23 @@ async fn strict_field_validation_refuses_unknown_fields_and_warn_reports_them() 
     let r = registry(dir.path()).await;
     let mut typo = pod("t", json!({}));
     typo["spec"]["containers"][0]["comand"] = json!(["sh"]);
-    let err = r
-        .create(pods(), Some("default"), typo.clone(), false, FieldValidation::Strict)
-        .await
-        .unwrap_err();
+    let err = r.create(pods(), Some("default"), typo.clone(), W).await.unwrap_err();
     assert_eq!(
         (err.code, err.message.as_str()),
         (400, "strict decoding error: unknown field \"spec.containers[0].comand\"")
     );
-    let (obj, warnings) =
-        r.create(pods(), Some("default"), typo, false, FieldValidation::Warn).await.unwrap();
+    let (obj, warnings) = r
+        .create(
+            pods(),
+            Some("default"),
+            typo,
+            WriteOptions { validation: FieldValidation::Warn, ..W },
+        )
+        .await
+        .unwrap();
     assert_eq!(warnings, ["unknown field \"spec.containers[0].comand\""]);
     assert!(obj["spec"]["containers"][0].get("comand").is_none(), "unknown fields are not stored");
-    let err = r
-        .create(pods(), Some("default"), pod("NO", json!({})), false, FieldValidation::Strict)
-        .await
-        .unwrap_err();
+    let err = r.create(pods(), Some("default"), pod("NO", json!({})), W).await.unwrap_err();
     assert_eq!(err.code, 422);
 }
 
@@ -171,7 +163,7 @@ async fn a_pod_on_a_node_is_deleted_gracefully_and_removed_when_its_kubelet_conf
     let r = registry(dir.path()).await;
     let mut p = pod("bound", json!({}));
     p["spec"]["nodeName"] = json!("node-1");
-    r.create(pods(), Some("default"), p, false, FieldValidation::Strict).await.unwrap();
+    r.create(pods(), Some("default"), p, W).await.unwrap();
     let d =
         r.delete(pods(), Some("default"), "bound", &DeleteOptions::default(), false).await.unwrap();
     assert!(!d.removed);
@@ -201,14 +193,12 @@ async fn finalizers_hold_an_object_until_they_are_removed() {
     let r = registry(dir.path()).await;
     let cm = find("", "v1", "configmaps").unwrap();
     let body = json!({"metadata": {"name": "held", "finalizers": ["example.com/keep"]}, "data": {"a": "1"}});
-    r.create(cm, Some("default"), body, false, FieldValidation::Strict).await.unwrap();
+    r.create(cm, Some("default"), body, W).await.unwrap();
     let d = r.delete(cm, Some("default"), "held", &DeleteOptions::default(), false).await.unwrap();
     assert!(!d.removed && d.object["metadata"]["deletionTimestamp"].is_string());
     let mut released = r.get(cm, Some("default"), "held").unwrap();
     released["metadata"]["finalizers"] = json!([]);
-    r.update(cm, Some("default"), "held", None, released, false, FieldValidation::Strict)
-        .await
-        .unwrap();
+    r.update(cm, Some("default"), "held", None, released, W).await.unwrap();
     assert_eq!(r.get(cm, Some("default"), "held").unwrap_err().code, 404);
 }
 
@@ -217,20 +207,13 @@ async fn deleting_a_namespace_removes_its_contents_then_itself() {
     let dir = tempfile::tempdir().unwrap();
     let r = registry(dir.path()).await;
     let nsr = find("", "v1", "namespaces").unwrap();
-    r.create(nsr, None, json!({"metadata": {"name": "team"}}), false, FieldValidation::Strict)
-        .await
-        .unwrap();
-    r.create(pods(), Some("team"), pod("a", json!({})), false, FieldValidation::Strict)
-        .await
-        .unwrap();
+    r.create(nsr, None, json!({"metadata": {"name": "team"}}), W).await.unwrap();
+    r.create(pods(), Some("team"), pod("a", json!({})), W).await.unwrap();
     let stop = tokio_util::sync::CancellationToken::new();
     tokio::spawn(r.clone().run_namespace_controller(stop.clone()));
     let d = r.delete(nsr, None, "team", &DeleteOptions::default(), false).await.unwrap();
     assert_eq!(d.object["status"]["phase"], "Terminating");
-    let err = r
-        .create(pods(), Some("team"), pod("b", json!({})), false, FieldValidation::Strict)
-        .await
-        .unwrap_err();
+    let err = r.create(pods(), Some("team"), pod("b", json!({})), W).await.unwrap_err();
     assert_eq!(err.code, 403, "{}", err.message);
     for _ in 0..100 {
         if r.get(nsr, None, "team").is_err() {
@@ -278,15 +261,11 @@ async fn watches_send_current_objects_then_changes_through_their_selectors() {
     // b stops matching: the watcher sees it DELETED; it matches again: ADDED.
     let mut b = r.get(pods(), Some("default"), "b").unwrap();
     b["metadata"]["labels"]["app"] = json!("other");
-    let b = r
-        .update(pods(), Some("default"), "b", None, b, false, FieldValidation::Strict)
-        .await
-        .unwrap()
-        .0;
+    let b = r.update(pods(), Some("default"), "b", None, b, W).await.unwrap().0;
     assert_eq!(next_event(&mut w).await, ("DELETED".into(), "b".into()));
     let mut b = b;
     b["metadata"]["labels"]["app"] = json!("web");
-    r.update(pods(), Some("default"), "b", None, b, false, FieldValidation::Strict).await.unwrap();
+    r.update(pods(), Some("default"), "b", None, b, W).await.unwrap();
     assert_eq!(next_event(&mut w).await, ("ADDED".into(), "b".into()));
     r.delete(pods(), Some("default"), "a", &DeleteOptions::default(), false).await.unwrap();
     assert_eq!(next_event(&mut w).await, ("DELETED".into(), "a".into()));
