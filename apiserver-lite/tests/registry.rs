@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use apiserver_lite::objects::FieldValidation;
 use apiserver_lite::registry::{
-    DeleteOptions, ListOptions, Registry, WatchItem, WatchOptions, WatchStart,
+    DeleteOptions, ListOptions, Registry, WatchItem, WatchOptions, WatchStart, WriteOptions,
 };
+
+const W: WriteOptions = WriteOptions { dry_run: false, validation: FieldValidation::Strict };
 use apiserver_lite::resources::{ResourceType, find};
 use apiserver_lite::selectors::{FieldSelector, LabelSelector};
 use apiserver_lite::storage::Store;
