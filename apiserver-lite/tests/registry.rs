@@ -33,16 +33,7 @@ fn pod(name: &str, labels: Value) -> Value {
 }
 
 async fn create(r: &Registry, name: &str) -> Value {
-    r.create(
-        pods(),
-        Some("default"),
-        pod(name, json!({"app": "web"})),
-        false,
-        FieldValidation::Strict,
-    )
-    .await
-    .unwrap()
-    .0
+    r.create(pods(), Some("default"), pod(name, json!({"app": "web"})), W).await.unwrap().0
 }
 
 #[tokio::test]
@@ -59,38 +50,15 @@ async fn create_get_list_and_update_with_optimistic_concurrency() {
 
     let mut changed = created.clone();
     changed["metadata"]["labels"]["tier"] = json!("front");
-    let updated = r
-        .update(
-            pods(),
-            Some("default"),
-            "web",
-            None,
-            changed.clone(),
-            false,
-            FieldValidation::Strict,
-        )
-        .await
-        .unwrap()
-        .0;
+    let updated =
+        r.update(pods(), Some("default"), "web", None, changed.clone(), W).await.unwrap().0;
     let rv2 = updated["metadata"]["resourceVersion"].as_str().unwrap().to_string();
     assert!(rv2.parse::<i64>().unwrap() > rv1.parse::<i64>().unwrap());
     // The same write again, with the now stale resourceVersion: a conflict.
     let err = r.update(pods(), Some("default"), "web", None, changed, W).await.unwrap_err();
     assert_eq!((err.code, err.reason), (409, "Conflict"));
     // An update that changes nothing keeps the resourceVersion.
-    let same = r
-        .update(
-            pods(),
-            Some("default"),
-            "web",
-            None,
-            updated.clone(),
-            false,
-            FieldValidation::Strict,
-        )
-        .await
-        .unwrap()
-        .0;
+    let same = r.update(pods(), Some("default"), "web", None, updated.clone(), W).await.unwrap().0;
     assert_eq!(same["metadata"]["resourceVersion"], rv2.as_str());
 
     create(&r, "db").await;
