@@ -4,14 +4,20 @@
 //! - [`resources`]: the served resource types.
 //! - [`request`]: routing and query parameters.
 //! - [`selectors`]: label and field selectors.
+//! - [`discovery`]: version, legacy and aggregated discovery, OpenAPI v3.
+//! - [`table`]: `as=Table` responses with kubectl's columns.
 //! - [`errors`]: `Status` errors as upstream words them.
 //! - [`objects`]: decoding, defaults, create and update rules, validation.
+//! - [`patch`]: merge, JSON and strategic merge patches.
 //! - [`registry`]: get, list, create, update, delete and watch over the store.
 
+pub mod discovery;
 pub mod errors;
 pub mod objects;
+pub mod patch;
 pub mod registry;
 pub mod request;
 pub mod resources;
 pub mod selectors;
 pub mod storage;
+pub mod table;

@@ -1,0 +1,250 @@
+//! Discovery and OpenAPI: `/version`, legacy discovery (`/api`, `/apis`, the resource lists per
+//! group version), aggregated discovery (with the exact content type kubectl requires), and the
+//! OpenAPI v3 documents kubectl's client-side validation needs (a PATCH operation per kind
+//! carrying `x-kubernetes-group-version-kind` and a `fieldValidation` parameter).
+
+use serde_json::{Value, json};
+
+use crate::resources::{self, RESOURCES, ResourceType};
+
+/// The Kubernetes version this server reports (kubectl warns beyond one minor version of skew).
+pub const KUBE_MINOR: &str = "35";
+
+/// The content type of aggregated discovery responses.
+pub const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": KUBE_MINOR,
+        "gitVersion": format!("v1.{KUBE_MINOR}.0-apiserver-lite.{}", env!("CARGO_PKG_VERSION")),
+        "gitCommit": "unknown",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "n/a (rust)",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
+    })
+}
+
+pub fn api_versions(server_address: &str) -> Value {
+    json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]})
+}
+
+fn group_entry(group: &str) -> Value {
+    let versions: Vec<Value> = resources::group_versions()
+        .into_iter()
+        .filter(|(g, _)| *g == group)
+        .map(|(g, v)| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
+        .collect();
+    json!({"name": group, "versions": versions, "preferredVersion": versions.first().cloned().unwrap_or(Value::Null)})
+}
+
+pub fn api_group_list() -> Value {
+    let mut groups: Vec<&str> = Vec::new();
+    for (g, _) in resources::group_versions() {
+        if !g.is_empty() && !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups.iter().map(|g| group_entry(g)).collect::<Vec<_>>()})
+}
+
+pub fn api_group(group: &str) -> Option<Value> {
+    resources::group_versions().iter().any(|(g, _)| *g == group).then(|| {
+        let mut e = group_entry(group);
+        e["kind"] = json!("APIGroup");
+        e["apiVersion"] = json!("v1");
+        e
+    })
+}
+
+fn subresource_kind(r: &ResourceType, sub: &str) -> (String, String, &'static str) {
+    match sub {
+        "scale" => ("autoscaling".into(), "v1".into(), "Scale"),
+        "binding" => (String::new(), "v1".into(), "Binding"),
+        _ => (r.group.into(), r.version.into(), r.kind),
+    }
+}
+
+fn sub_verbs(sub: &str) -> Vec<&'static str> {
+    match sub {
+        "binding" => vec!["create"],
+        "log" => vec!["get"],
+        "exec" => vec!["create", "get"],
+        "finalize" => vec!["update"],
+        _ => vec!["get", "patch", "update"],
+    }
+}
+
+/// The legacy `APIResourceList` of a group version.
+pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+    let mut list = Vec::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
+        list.push(json!({
+            "name": r.name, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
+            "verbs": r.verbs(), "shortNames": r.short_names, "categories": r.categories,
+        }));
+        for sub in r.subresources {
+            let (g, v, kind) = subresource_kind(r, sub);
+            let mut e = json!({"name": format!("{}/{sub}", r.name), "singularName": "", "namespaced": r.namespaced, "kind": kind, "verbs": sub_verbs(sub)});
+            if g != r.group || v != r.version {
+                e["group"] = json!(g);
+                e["version"] = json!(v);
+            }
+            list.push(e);
+        }
+    }
+    (!list.is_empty()).then(|| {
+        let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list})
+    })
+}
+
+/// Aggregated discovery for `/api` (core) or `/apis` (the rest).
+pub fn aggregated(core: bool) -> Value {
+    let mut items = Vec::new();
+    let mut groups: Vec<&str> = Vec::new();
+    for (g, _) in resources::group_versions() {
+        if g.is_empty() == core && !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    for g in groups {
+        let versions: Vec<Value> = resources::group_versions()
+            .into_iter()
+            .filter(|(gg, _)| *gg == g)
+            .map(|(_, v)| {
+                let res: Vec<Value> = RESOURCES
+                    .iter()
+                    .filter(|r| r.group == g && r.version == v)
+                    .map(|r| {
+                        let subs: Vec<Value> = r
+                            .subresources
+                            .iter()
+                            .map(|s| {
+                                let (sg, sv, kind) = subresource_kind(r, s);
+                                json!({"subresource": s, "responseKind": {"group": sg, "version": sv, "kind": kind}, "verbs": sub_verbs(s)})
+                            })
+                            .collect();
+                        json!({
+                            "resource": r.name, "singularResource": r.singular,
+                            "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+                            "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+                            "verbs": r.verbs(), "shortNames": r.short_names, "categories": r.categories,
+                            "subresources": subs,
+                        })
+                    })
+                    .collect();
+                json!({"version": v, "freshness": "Current", "resources": res})
+            })
+            .collect();
+        items.push(json!({"metadata": {"name": g}, "versions": versions}));
+    }
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+}
+
+/// A stable hash of a document, for `serverRelativeURL`'s `hash=`.
+fn hash(v: &Value) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in v.to_string().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016X}")
+}
+
+/// `/openapi/v3`: one path per served group version.
+pub fn openapi_v3_root() -> Value {
+    let mut paths = serde_json::Map::new();
+    for (g, v) in resources::group_versions() {
+        let key = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+        let doc = openapi_v3(g, v).unwrap_or(Value::Null);
+        paths.insert(
+            key.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={}", hash(&doc))}),
+        );
+    }
+    json!({"paths": paths})
+}
+
+/// The OpenAPI v3 document of a group version: a PATCH operation per kind with its
+/// group-version-kind and the `fieldValidation` parameter, which is what kubectl checks before
+/// it trusts the server to validate.
+pub fn openapi_v3(group: &str, version: &str) -> Option<Value> {
+    let mut paths = serde_json::Map::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
+        let base = if group.is_empty() {
+            format!("/api/{version}")
+        } else {
+            format!("/apis/{group}/{version}")
+        };
+        let path = if r.namespaced {
+            format!("{base}/namespaces/{{namespace}}/{}/{{name}}", r.name)
+        } else {
+            format!("{base}/{}/{{name}}", r.name)
+        };
+        let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
+        let params = json!([
+            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+            {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+        ]);
+        let op = |verb: &str| json!({"operationId": format!("{verb}{}", r.kind), "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk, "parameters": params, "responses": {"200": {"description": "OK"}}});
+        paths.insert(path, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
+    }
+    (!paths.is_empty()).then(|| json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": format!("v1.{KUBE_MINOR}.0")}, "paths": paths, "components": {"schemas": {}}}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovery_lists_resources_and_subresources() {
+        let core = resource_list("", "v1").unwrap();
+        let names: Vec<&str> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"pods")
+                && names.contains(&"pods/status")
+                && names.contains(&"pods/binding")
+        );
+        let apps = resource_list("apps", "v1").unwrap();
+        let scale = apps["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .unwrap();
+        assert_eq!(
+            (scale["group"].as_str(), scale["kind"].as_str()),
+            (Some("autoscaling"), Some("Scale"))
+        );
+        assert!(resource_list("nope", "v1").is_none());
+        let agg = aggregated(false);
+        assert!(agg["items"].as_array().unwrap().iter().any(|g| g["metadata"]["name"] == "apps"));
+        assert_eq!(aggregated(true)["items"][0]["metadata"]["name"], "");
+    }
+
+    #[test]
+    fn openapi_v3_has_what_kubectl_looks_for() {
+        let root = openapi_v3_root();
+        assert!(
+            root["paths"]["api/v1"]["serverRelativeURL"]
+                .as_str()
+                .unwrap()
+                .starts_with("/openapi/v3/api/v1?hash=")
+        );
+        let doc = openapi_v3("", "v1").unwrap();
+        let pod = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
+        assert_eq!(pod["x-kubernetes-group-version-kind"]["kind"], "Pod");
+        assert!(
+            pod["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation")
+        );
+    }
+}
