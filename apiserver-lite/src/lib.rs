@@ -4,6 +4,8 @@
 //! - [`resources`]: the served resource types.
 //! - [`request`]: routing and query parameters.
 //! - [`selectors`]: label and field selectors.
+//! - [`auth`]: tokens, client certificates, the interim authorizer.
+//! - [`certs`]: the PKI made on first start and the admin kubeconfig.
 //! - [`discovery`]: version, legacy and aggregated discovery, OpenAPI v3.
 //! - [`table`]: `as=Table` responses with kubectl's columns.
 //! - [`errors`]: `Status` errors as upstream words them.
@@ -11,6 +13,8 @@
 //! - [`patch`]: merge, JSON and strategic merge patches.
 //! - [`registry`]: get, list, create, update, delete and watch over the store.
 
+pub mod auth;
+pub mod certs;
 pub mod discovery;
 pub mod errors;
 pub mod objects;
