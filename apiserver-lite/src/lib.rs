@@ -8,8 +8,10 @@
 //! - [`certs`]: the PKI made on first start and the admin kubeconfig.
 //! - [`discovery`]: version, legacy and aggregated discovery, OpenAPI v3.
 //! - [`table`]: `as=Table` responses with kubectl's columns.
+//! - [`http`]: requests to responses; [`server`]: TLS and connections.
 //! - [`errors`]: `Status` errors as upstream words them.
 //! - [`objects`]: decoding, defaults, create and update rules, validation.
+//! - [`protobuf`]: protobuf request bodies from kubectl's typed clients.
 //! - [`patch`]: merge, JSON and strategic merge patches.
 //! - [`registry`]: get, list, create, update, delete and watch over the store.
 
@@ -17,11 +19,14 @@ pub mod auth;
 pub mod certs;
 pub mod discovery;
 pub mod errors;
+pub mod http;
 pub mod objects;
 pub mod patch;
+pub mod protobuf;
 pub mod registry;
 pub mod request;
 pub mod resources;
 pub mod selectors;
+pub mod server;
 pub mod storage;
 pub mod table;

@@ -213,6 +213,29 @@ impl Registry {
         Ok(())
     }
 
+    /// Gives a ClusterIP service a free address from 10.96.0.0/16 (upstream's default service
+    /// range begins there), unless it asked for one or for none (`None`, headless).
+    fn allocate_cluster_ip(&self, svc: &mut Value) {
+        let wants = svc["spec"]["type"].as_str().unwrap_or("ClusterIP") != "ExternalName";
+        if !wants || svc["spec"]["clusterIP"].as_str().is_some_and(|ip| !ip.is_empty()) {
+            return;
+        }
+        let Some(services) = resources::find("", "v1", "services") else { return };
+        let (existing, _) = self.store.list(&services.prefix(None));
+        let used: std::collections::HashSet<String> = existing
+            .iter()
+            .filter_map(|(_, s)| serde_json::from_slice::<Value>(&s.value).ok())
+            .filter_map(|v| v["spec"]["clusterIP"].as_str().map(str::to_string))
+            .collect();
+        let free = (10u32..65_534)
+            .map(|n| format!("10.96.{}.{}", n >> 8, n & 0xff))
+            .find(|ip| !used.contains(ip));
+        if let Some(ip) = free {
+            svc["spec"]["clusterIP"] = json!(ip);
+            svc["spec"]["clusterIPs"] = json!([ip]);
+        }
+    }
+
     pub fn get(&self, r: &ResourceType, ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
         let stored =
             self.store.get(&r.key(ns, name)).ok_or_else(|| ApiError::not_found(r, name))?;
@@ -275,6 +298,9 @@ impl Registry {
         objects::apply_defaults(r, &mut obj);
         objects::validate(r, &obj)?;
         self.require_namespace(r, ns)?;
+        if r.group.is_empty() && r.kind == "Service" {
+            self.allocate_cluster_ip(&mut obj);
+        }
         let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let key = r.key(ns, &name);
         if dry_run {

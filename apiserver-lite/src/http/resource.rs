@@ -1,0 +1,260 @@
+//! The resource verbs over HTTP: list, watch, get, create, update, patch, delete and
+//! deletecollection, and the `status`, `scale` and `binding` subresources.
+
+use hyper::body::Incoming;
+use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response};
+use serde_json::{Value, json};
+
+use super::ApiState;
+use super::body::{self, Body};
+use super::watch::{self, WatchFormat};
+use crate::auth::{self, User};
+use crate::errors::ApiError;
+use crate::objects::FieldValidation;
+use crate::patch::{self, PatchType};
+use crate::registry::{DeleteOptions, ListOptions, WatchOptions, WatchStart, WriteOptions};
+use crate::request::{Query, ResourceRequest};
+use crate::resources::{self, ResourceType};
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::table::{self, IncludeObject};
+
+fn list_options(r: &ResourceType, q: &Query) -> Result<ListOptions, ApiError> {
+    Ok(ListOptions {
+        labels: LabelSelector::parse(q.get("labelSelector").unwrap_or_default())?,
+        fields: FieldSelector::parse(q.get("fieldSelector").unwrap_or_default(), r)?,
+        limit: q
+            .number("limit")?
+            .filter(|l| *l > 0)
+            .map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+        continue_from: q.get("continue").filter(|c| !c.is_empty()).map(str::to_string),
+    })
+}
+
+fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - {:?}", w)) {
+            resp.headers_mut().append("Warning", v);
+        }
+    }
+    resp
+}
+
+fn success(r: &ResourceType, name: &str, uid: &Value) -> Value {
+    let mut details = json!({"name": name, "kind": r.name, "uid": uid});
+    if !r.group.is_empty() {
+        details["group"] = json!(r.group);
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
+}
+
+fn scale_of(obj: &Value) -> Value {
+    let m = &obj["metadata"];
+    let selector = obj["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .map(|l| {
+            l.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    json!({
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {"name": m["name"], "namespace": m["namespace"], "uid": m["uid"], "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]},
+        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(0)},
+        "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector},
+    })
+}
+
+/// Serves one resource request for an authenticated user.
+pub async fn handle(
+    state: &ApiState,
+    user: &User,
+    req: Request<Incoming>,
+    rr: ResourceRequest,
+    q: Query,
+) -> Result<Response<Body>, ApiError> {
+    let (parts, incoming) = req.into_parts();
+    let r: &'static ResourceType = rr.resource;
+    let ns = rr.namespace.as_deref();
+    let name = rr.name.as_deref();
+    let sub = rr.subresource.as_deref();
+    let accept =
+        parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let content_type =
+        parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let registry = &state.registry;
+    let write = WriteOptions {
+        dry_run: q.dry_run(),
+        validation: FieldValidation::parse(q.get("fieldValidation"))?,
+    };
+    let verb = match (&parts.method, name, q.flag("watch")) {
+        (&Method::GET, None, true) => "watch",
+        (&Method::GET, None, false) => "list",
+        (&Method::GET, Some(_), _) => "get",
+        (&Method::POST, _, _) => "create",
+        (&Method::PUT, _, _) => "update",
+        (&Method::PATCH, _, _) => "patch",
+        (&Method::DELETE, Some(_), _) => "delete",
+        (&Method::DELETE, None, _) => "deletecollection",
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    // Writes to pods are authorized against the stored pod (its node), others by name.
+    let stored = match (verb, name) {
+        ("get" | "list" | "watch", _) | (_, None) => None,
+        (_, Some(n)) => registry.get(r, ns, n).ok(),
+    };
+    auth::authorize(user, verb, r, ns, name, sub, stored.as_ref())?;
+
+    match (verb, name, sub) {
+        ("watch", None, None) => {
+            let start = if q.flag("sendInitialEvents") {
+                WatchStart::InitialEvents
+            } else {
+                match q.get("resourceVersion").filter(|v| !v.is_empty() && *v != "0") {
+                    None => WatchStart::Now,
+                    Some(v) => WatchStart::After(v.parse().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {v:?}")))?),
+                }
+            };
+            let opts = WatchOptions { start, list: list_options(r, &q)?, bookmarks: q.flag("allowWatchBookmarks") };
+            let stream = registry.watch(r, ns, opts)?;
+            let timeout = match q.number("timeoutSeconds")? {
+                Some(s) if s > 0 => std::time::Duration::from_secs(s.unsigned_abs()),
+                _ => watch::default_timeout(),
+            };
+            let fmt = WatchFormat {
+                table: table::wants_table(&accept).then(|| IncludeObject::parse(q.get("includeObject"))),
+                bookmarks: q.flag("allowWatchBookmarks"),
+                timeout,
+            };
+            let store = registry.store.clone();
+            Ok(watch::respond(r, stream, fmt, move || store.revision()))
+        }
+        ("list", None, None) => {
+            let page = registry.list(r, ns, &list_options(r, &q)?)?;
+            let mut meta = json!({"resourceVersion": page.revision.to_string()});
+            if let Some(c) = &page.continue_token {
+                meta["continue"] = json!(c);
+                meta["remainingItemCount"] = json!(page.remaining.unwrap_or(0));
+            }
+            if table::wants_table(&accept) {
+                let objects: Vec<Value> = page.items.iter().filter_map(|b| serde_json::from_slice(b).ok()).collect();
+                let t = table::table(r, &objects, IncludeObject::parse(q.get("includeObject")), meta, true);
+                return Ok(body::json(200, &t));
+            }
+            // Items are written as stored: no re-encoding of the whole collection.
+            let mut out = format!("{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[", r.list_kind(), r.group_version(), meta).into_bytes();
+            for (i, item) in page.items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(item);
+            }
+            out.extend_from_slice(b"]}");
+            Ok(body::bytes_response(200, "application/json", out))
+        }
+        ("get", Some(n), None | Some("status")) => {
+            let obj = registry.get(r, ns, n)?;
+            if table::wants_table(&accept) {
+                let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
+                return Ok(body::json(200, &table::table(r, &[obj], IncludeObject::parse(q.get("includeObject")), meta, true)));
+            }
+            Ok(body::json(200, &obj))
+        }
+        ("get", Some(n), Some("scale")) => Ok(body::json(200, &scale_of(&registry.get(r, ns, n)?))),
+        ("get" | "create", Some(_), Some("log" | "exec")) => Err(ApiError {
+            code: 503,
+            reason: "ServiceUnavailable",
+            message: "pods/log and pods/exec are proxied to the pod's kubelet, which does not serve them yet".into(),
+            details: None,
+        }),
+        ("create", None, None) => {
+            let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
+            let (obj, warnings) = registry.create(r, ns, body, write).await?;
+            Ok(with_warnings(body::json(201, &obj), &warnings))
+        }
+        ("create", Some(n), Some("binding")) => {
+            let binding = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
+            let node = binding["target"]["name"].as_str().filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad_request("binding target name is required"))?.to_string();
+            let pods = resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
+            let bound = registry
+                .update_with(pods, ns, n, None, write.dry_run, |old| {
+                    if let Some(current) = old["spec"]["nodeName"].as_str().filter(|s| !s.is_empty()) {
+                        return Err(ApiError::conflict(pods, n, &format!("pod {n} is already assigned to node {current:?}")));
+                    }
+                    let mut new = old.clone();
+                    new["spec"]["nodeName"] = json!(node);
+                    Ok(new)
+                })
+                .await?;
+            Ok(body::json(201, &success(pods, n, &bound["metadata"]["uid"])))
+        }
+        ("update", Some(n), None | Some("status") | Some("finalize")) => {
+            let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
+            let sub = sub.filter(|s| *s == "status");
+            let (obj, warnings) = registry.update(r, ns, n, sub, body, write).await?;
+            Ok(with_warnings(body::json(200, &obj), &warnings))
+        }
+        ("update" | "patch", Some(n), Some("scale")) => {
+            let raw = body::read(incoming).await?;
+            let (body, pt) = if verb == "patch" {
+                (serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?, Some(patch_type(content_type.as_deref())?))
+            } else {
+                (body::parse(&raw, content_type.as_deref())?, None)
+            };
+            let obj = registry
+                .update_with(r, ns, n, None, write.dry_run, |old| {
+                    let scale = match pt {
+                        Some(pt) => patch::apply(pt, &scale_of(old), &body)?,
+                        None => body.clone(),
+                    };
+                    let replicas = scale["spec"]["replicas"].as_i64().ok_or_else(|| ApiError::bad_request("scale spec.replicas is required"))?;
+                    let mut new = old.clone();
+                    new["spec"]["replicas"] = json!(replicas);
+                    Ok(new)
+                })
+                .await?;
+            Ok(body::json(200, &scale_of(&obj)))
+        }
+        ("patch", Some(n), None | Some("status")) => {
+            let pt = patch_type(content_type.as_deref())?;
+            let raw = body::read(incoming).await?;
+            let patch: Value = serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
+            let obj = registry.update_with(r, ns, n, sub, write.dry_run, |old| patch::apply(pt, old, &patch)).await?;
+            Ok(body::json(200, &obj))
+        }
+        ("delete", Some(n), None) => {
+            let raw = body::read(incoming).await?;
+            let opts_body: Option<Value> = if raw.is_empty() { None } else { serde_json::from_slice(&raw).ok() };
+            let opts = DeleteOptions::from(opts_body.as_ref(), q.number("gracePeriodSeconds")?);
+            let deleted = registry.delete(r, ns, n, &opts, write.dry_run).await?;
+            if r.group.is_empty() && r.kind == "Pod" || !deleted.removed {
+                return Ok(body::json(200, &deleted.object));
+            }
+            Ok(body::json(200, &success(r, n, &deleted.object["metadata"]["uid"])))
+        }
+        ("deletecollection", None, None) => {
+            let page = registry.list(r, ns, &list_options(r, &q)?)?;
+            let opts = DeleteOptions::from(None, q.number("gracePeriodSeconds")?);
+            let mut items = Vec::new();
+            for raw in page.items {
+                let obj: Value = serde_json::from_slice(&raw).unwrap_or_default();
+                let n = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                let ons = obj["metadata"]["namespace"].as_str().map(str::to_string);
+                match registry.delete(r, ons.as_deref().or(ns), &n, &opts, write.dry_run).await {
+                    Ok(d) => items.push(d.object),
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(body::json(200, &json!({"kind": r.list_kind(), "apiVersion": r.group_version(), "metadata": {}, "items": items})))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
+    let ct = content_type.unwrap_or_default();
+    PatchType::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))
+}

@@ -1,0 +1,177 @@
+//! `apiserver-lite`: parses upstream's kube-apiserver flags, opens the store, makes the PKI on
+//! first start, serves, and stops on SIGTERM or SIGINT.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use apiserver_lite::auth::Authenticator;
+use apiserver_lite::http::ApiState;
+use apiserver_lite::registry::Registry;
+use apiserver_lite::storage::Store;
+use apiserver_lite::storage::sqlite::SqliteBackend;
+use apiserver_lite::{certs, server};
+use clap::Parser;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+/// A Kubernetes API server for small clusters: kubectl and client libraries work against it.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// The HTTPS port.
+    #[arg(long, default_value_t = 6443)]
+    secure_port: u16,
+    /// The address to serve HTTPS on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind_address: IpAddr,
+    /// Where the generated CA, serving and admin certificates live (made on first start).
+    #[arg(long, default_value = "/var/lib/apiserver-lite/pki")]
+    cert_dir: PathBuf,
+    /// A serving certificate to use instead of the generated one.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// CA that signs client certificates (default: the generated CA).
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// Bearer tokens, upstream's CSV: token,user,uid,"group1,group2".
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+    /// etcd endpoints; absent, the embedded SQLite store under --data-dir is used.
+    #[arg(long)]
+    etcd_servers: Option<String>,
+    /// The embedded store's directory (apiserver-lite's addition).
+    #[arg(long, default_value = "/var/lib/apiserver-lite")]
+    data_dir: PathBuf,
+    /// Extra names and addresses for the serving certificate (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    tls_san: Vec<String>,
+    /// Plain HTTP on 127.0.0.1 with no authentication (every request is an admin): for local
+    /// development only; 0 disables it.
+    #[arg(long, default_value_t = 0)]
+    insecure_port: u16,
+    /// Where to write the admin kubeconfig (default: <cert-dir>/admin.kubeconfig).
+    #[arg(long)]
+    admin_kubeconfig: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    if args.etcd_servers.is_some() {
+        anyhow::bail!(
+            "--etcd-servers: the etcd backend is not implemented yet; omit it to use the embedded SQLite store"
+        );
+    }
+    let backend = SqliteBackend::open(&args.data_dir.join("state.db"))
+        .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
+    let store = Arc::new(Store::open(Arc::new(backend))?);
+    let registry = Arc::new(Registry::new(store.clone()));
+    registry
+        .bootstrap()
+        .await
+        .map_err(|e| anyhow::anyhow!("creating the initial namespaces: {e}"))?;
+
+    let host = nix_hostname();
+    let mut sans = vec![
+        "localhost".to_string(),
+        "127.0.0.1".into(),
+        "::1".into(),
+        "kubernetes".into(),
+        "kubernetes.default".into(),
+    ];
+    sans.extend(host.clone());
+    if !args.bind_address.is_unspecified() {
+        sans.push(args.bind_address.to_string());
+    }
+    sans.extend(args.tls_san.iter().cloned());
+    let pki = certs::ensure(&args.cert_dir, &sans)?;
+    let (cert, key) = match (&args.tls_cert_file, &args.tls_private_key_file) {
+        (Some(c), Some(k)) => (
+            std::fs::read_to_string(c).context("--tls-cert-file")?,
+            std::fs::read_to_string(k).context("--tls-private-key-file")?,
+        ),
+        _ => (pki.server_cert.clone(), pki.server_key.clone()),
+    };
+    let client_ca = match &args.client_ca_file {
+        Some(f) => std::fs::read_to_string(f).context("--client-ca-file")?,
+        None => pki.ca_cert.clone(),
+    };
+    let auth = match &args.token_auth_file {
+        Some(f) => Authenticator::from_token_file(f)?,
+        None => Authenticator::default(),
+    };
+    let tls = server::tls_config(&cert, &key, Some(&client_ca))?;
+    let addr = SocketAddr::new(args.bind_address, args.secure_port);
+    let listener = server::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let reach = if args.bind_address.is_unspecified() {
+        format!("127.0.0.1:{}", local.port())
+    } else {
+        local.to_string()
+    };
+    let kubeconfig =
+        args.admin_kubeconfig.clone().unwrap_or_else(|| args.cert_dir.join("admin.kubeconfig"));
+    certs::write_admin_kubeconfig(&pki, &format!("https://{reach}"), &kubeconfig)?;
+    let state = Arc::new(ApiState { registry: registry.clone(), auth, address: reach.clone() });
+
+    let stop = CancellationToken::new();
+    let tasks = tokio_util::task::TaskTracker::new();
+    tasks.spawn(registry.clone().run_namespace_controller(stop.clone()));
+    tasks.spawn(compact_periodically(store, stop.clone()));
+    if args.insecure_port != 0 {
+        let insecure = server::bind(SocketAddr::from(([127, 0, 0, 1], args.insecure_port))).await?;
+        tracing::warn!(
+            port = args.insecure_port,
+            "serving plain HTTP on 127.0.0.1 with no authentication"
+        );
+        tasks.spawn(server::serve_insecure(insecure, state.clone(), stop.clone()));
+    }
+    tasks.spawn(server::serve_tls(listener, tls, state, stop.clone()));
+    tracing::info!(%local, kubeconfig = %kubeconfig.display(), "apiserver-lite serving");
+
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    tracing::info!("stopping");
+    stop.cancel();
+    tasks.close();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), tasks.wait()).await;
+    Ok(())
+}
+
+fn nix_hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
+/// Trims the store's history every five minutes.
+async fn compact_periodically(store: Arc<Store>, stop: CancellationToken) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(300));
+    every.tick().await;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => {
+                if let Err(e) = store.compact().await {
+                    tracing::warn!(error = %e, "compaction");
+                }
+            }
+        }
+    }
+}
