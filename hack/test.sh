@@ -32,8 +32,9 @@ step "hermetic tier"
 run_tests --workspace --exclude e2e
 cargo test --locked --workspace --exclude e2e --doc
 
-step "real tier (containerd, registry, the kubelet binary)"
+step "real tier (containerd, registry, the kubelet and apiserver binaries, the real kubectl)"
 cargo build --locked --workspace --bins
+hack/fetch-kubectl.sh >/dev/null
 run_tests -p e2e
 
 step "all tiers passed"

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -18,19 +18,9 @@ use crate::containerd::{Containerd, terminate};
 /// The node name the harness kubelets use.
 pub const NODE: &str = "e2e-node";
 
-/// Where cargo put the kubelet binary: beside this executable (a binary in `target/<profile>`)
-/// or one level up (a test in `target/<profile>/deps`).
+/// Where cargo put the kubelet binary.
 pub fn kubelet_binary() -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let dir = exe.parent().context("executable location")?;
-    let candidates = [Some(dir.join("kubelet")), dir.parent().map(|p| p.join("kubelet"))];
-    match candidates.iter().flatten().find(|c| c.is_file()) {
-        Some(bin) => Ok(bin.clone()),
-        None => bail!(
-            "no kubelet binary beside {}: build it first (`cargo build -p kubelet`; hack/test.sh does)",
-            exe.display()
-        ),
-    }
+    crate::workspace_binary("kubelet")
 }
 
 #[derive(Debug)]

