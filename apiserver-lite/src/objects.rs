@@ -257,8 +257,13 @@ pub fn check_type(r: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
         None | Some("") => obj["kind"] = json!(r.kind),
         Some(k) if k == r.kind => {}
         Some(k) => {
+            // Upstream's prefix (its decoder fails converting one kind into the other), with
+            // the reason in plain words.
             return Err(ApiError::bad_request(format!(
-                "the kind in the data ({k}) does not match the expected kind ({})",
+                "{k} in version {:?} cannot be handled as a {}: the kind in the data ({k}) does not match the expected kind of {} ({})",
+                obj["apiVersion"].as_str().unwrap_or_default(),
+                r.kind,
+                r.name,
                 r.kind
             )));
         }

@@ -332,7 +332,6 @@ impl Registry {
         body: Value,
         w: WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        let WriteOptions { dry_run, validation } = w;
         let mut body = body;
         objects::check_type(r, &mut body)?;
         if let Some(given) =
@@ -342,28 +341,28 @@ impl Registry {
                 "the name of the object ({given}) does not match the name on the URL ({name})"
             )));
         }
-        let (body, unknown) = objects::decode(r, body)?;
-        let warnings = field_warnings(&unknown, validation)?;
-        let obj = self.update_with(r, ns, name, sub, dry_run, move |_| Ok(body)).await?;
-        Ok((obj, warnings))
+        self.update_with(r, ns, name, sub, w, move |_| Ok(body)).await
     }
 
     /// Read-modify-write: `change` gets the current object and returns the new one (used by
-    /// update, patch, scale and binding). A `resourceVersion` in the new object must match.
+    /// update, patch, scale and binding), which is decoded as the resource's type before any
+    /// rule touches it. A `resourceVersion` in the new object must match.
     pub async fn update_with<F>(
         &self,
         r: &ResourceType,
         ns: Option<&str>,
         name: &str,
         sub: Option<&str>,
-        dry_run: bool,
+        w: WriteOptions,
         change: F,
-    ) -> Result<Value, ApiError>
+    ) -> Result<(Value, Vec<String>), ApiError>
     where
         F: FnOnce(&Value) -> Result<Value, ApiError>,
     {
+        let WriteOptions { dry_run, validation } = w;
         let key = r.key(ns, name);
         let mut result = None;
+        let mut warnings = Vec::new();
         let applied = self
             .store
             .mutate(&key, |current, rev| {
@@ -371,6 +370,9 @@ impl Registry {
                 let old = parse(&current.value)?;
                 let mut new = change(&old)?;
                 objects::check_type(r, &mut new)?;
+                let (decoded, unknown) = objects::decode(r, new)?;
+                warnings = field_warnings(&unknown, validation)?;
+                let mut new = decoded;
                 if let Some(given) = rv(&new)
                     && Some(given) != rv(&old)
                 {
@@ -398,7 +400,8 @@ impl Registry {
             })
             .await?;
         let _ = applied;
-        result.ok_or_else(|| ApiError::internal("update produced nothing"))
+        let obj = result.ok_or_else(|| ApiError::internal("update produced nothing"))?;
+        Ok((obj, warnings))
     }
 
     /// Deletes an object: at once, or by marking it (pods bound to a node wait for their

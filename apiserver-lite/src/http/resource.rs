@@ -178,8 +178,8 @@ pub async fn handle(
             let binding = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
             let node = binding["target"]["name"].as_str().filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad_request("binding target name is required"))?.to_string();
             let pods = resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
-            let bound = registry
-                .update_with(pods, ns, n, None, write.dry_run, |old| {
+            let (bound, _) = registry
+                .update_with(pods, ns, n, None, write, |old| {
                     if let Some(current) = old["spec"]["nodeName"].as_str().filter(|s| !s.is_empty()) {
                         return Err(ApiError::conflict(pods, n, &format!("pod {n} is already assigned to node {current:?}")));
                     }
@@ -203,8 +203,8 @@ pub async fn handle(
             } else {
                 (body::parse(&raw, content_type.as_deref())?, None)
             };
-            let obj = registry
-                .update_with(r, ns, n, None, write.dry_run, |old| {
+            let (obj, _) = registry
+                .update_with(r, ns, n, None, write, |old| {
                     let scale = match pt {
                         Some(pt) => patch::apply(pt, &scale_of(old), &body)?,
                         None => body.clone(),
@@ -221,12 +221,15 @@ pub async fn handle(
             let pt = patch_type(content_type.as_deref())?;
             let raw = body::read(incoming).await?;
             let patch: Value = serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
-            let obj = registry.update_with(r, ns, n, sub, write.dry_run, |old| patch::apply(pt, old, &patch)).await?;
-            Ok(body::json(200, &obj))
+            let (obj, warnings) = registry.update_with(r, ns, n, sub, write, |old| patch::apply(pt, old, &patch)).await?;
+            Ok(with_warnings(body::json(200, &obj), &warnings))
         }
         ("delete", Some(n), None) => {
             let raw = body::read(incoming).await?;
-            let opts_body: Option<Value> = if raw.is_empty() { None } else { serde_json::from_slice(&raw).ok() };
+            let opts_body: Option<Value> = match raw.is_empty() {
+                true => None,
+                false => Some(serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?),
+            };
             let opts = DeleteOptions::from(opts_body.as_ref(), q.number("gracePeriodSeconds")?);
             let deleted = registry.delete(r, ns, n, &opts, write.dry_run).await?;
             if r.group.is_empty() && r.kind == "Pod" || !deleted.removed {
