@@ -1,13 +1,16 @@
 //! [`Store`]: the current objects and recent history in memory, over a durable [`Backend`].
-//! Every write goes through [`Store::mutate`] (upstream's `GuaranteedUpdate`): one writer at a
-//! time, the change durable in the backend before it is applied, broadcast and acknowledged.
+//! Every write goes through [`Store::mutate`] (upstream's `GuaranteedUpdate`): decisions are
+//! taken one at a time against the latest value (durable or still pending), then the
+//! [`committer`](super::committer) makes a whole batch of them durable in one backend append
+//! before they are applied, broadcast and acknowledged (group commit).
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, PoisonError, RwLock, mpsc};
 
 use bytes::Bytes;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 
+use super::committer::{self, Queued};
 use super::{Backend, Revision, StorageError, Write};
 
 /// Events kept for watches that resume from a past revision; older ones get 410 Expired.
@@ -56,13 +59,66 @@ pub struct Applied {
     pub kind: Option<EventType>,
 }
 
+/// What is durable: readers only ever see this.
 #[derive(Debug)]
-struct State {
-    objects: BTreeMap<String, Stored>,
-    revision: Revision,
-    history: VecDeque<Arc<Event>>,
+pub(super) struct State {
+    pub(super) objects: BTreeMap<String, Stored>,
+    pub(super) revision: Revision,
+    pub(super) history: VecDeque<Arc<Event>>,
     /// The lowest revision a watch may resume after.
-    oldest_watchable: Revision,
+    pub(super) oldest_watchable: Revision,
+}
+
+impl State {
+    /// Applies a durable event and tells watchers. Called under the state lock, so a watch
+    /// that subscribes under the read lock either finds the event in the history it copies or
+    /// receives it live, never neither or both.
+    pub(super) fn apply(&mut self, event: Arc<Event>, watchers: &broadcast::Sender<Arc<Event>>) {
+        match event.kind {
+            EventType::Deleted => {
+                self.objects.remove(&event.key);
+            }
+            EventType::Added | EventType::Modified => {
+                let stored = Stored { value: event.value.clone(), revision: event.revision };
+                self.objects.insert(event.key.clone(), stored);
+            }
+        }
+        self.revision = event.revision;
+        self.history.push_back(event.clone());
+        while self.history.len() > HISTORY {
+            if let Some(old) = self.history.pop_front() {
+                self.oldest_watchable = old.revision;
+            }
+        }
+        let _ = watchers.send(event);
+    }
+}
+
+/// Writes decided but not yet durable, which the next decision must see; held by the writer.
+#[derive(Debug)]
+pub(super) struct Pending {
+    /// The latest undurable value of each key (`None`: deleted), with its revision.
+    pub(super) overlay: HashMap<String, (Revision, Option<Bytes>)>,
+    /// The revision the next write gets.
+    pub(super) next: Revision,
+}
+
+/// What the store and its committer share.
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) state: RwLock<State>,
+    pub(super) writer: tokio::sync::Mutex<Pending>,
+    pub(super) events: broadcast::Sender<Arc<Event>>,
+}
+
+impl Shared {
+    pub(super) fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// A watch on keys under a prefix: the history it missed, then live events.
@@ -107,16 +163,18 @@ pub struct Expired {
     pub oldest: Revision,
 }
 
+/// The watch cache over a durable backend. Dropping it lets the committer finish what is
+/// queued and joins it.
 #[derive(Debug)]
 pub struct Store {
+    shared: Arc<Shared>,
     backend: Arc<dyn Backend>,
-    state: RwLock<State>,
-    writer: tokio::sync::Mutex<()>,
-    events: broadcast::Sender<Arc<Event>>,
+    queue: Option<mpsc::Sender<Queued>>,
+    committer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Store {
-    /// Loads the backend's current state.
+    /// Loads the backend's current state and starts the committer thread.
     pub fn open(backend: Arc<dyn Backend>) -> Result<Self, StorageError> {
         let (records, revision) = backend.load()?;
         let objects = records
@@ -124,21 +182,32 @@ impl Store {
             .map(|r| (r.key, Stored { value: r.value, revision: r.revision }))
             .collect();
         let (events, _) = broadcast::channel(WATCH_BUFFER);
-        Ok(Self {
-            backend,
+        let shared = Arc::new(Shared {
             state: RwLock::new(State {
                 objects,
                 revision,
                 history: VecDeque::new(),
                 oldest_watchable: revision,
             }),
-            writer: tokio::sync::Mutex::new(()),
+            writer: tokio::sync::Mutex::new(Pending {
+                overlay: HashMap::new(),
+                next: revision + 1,
+            }),
             events,
-        })
+        });
+        let (queue, rx) = mpsc::channel();
+        let committer = std::thread::Builder::new()
+            .name("store-committer".into())
+            .spawn({
+                let (shared, backend) = (shared.clone(), backend.clone());
+                move || committer::run(&shared, backend.as_ref(), &rx)
+            })
+            .map_err(|source| StorageError::Io { what: "starting the committer".into(), source })?;
+        Ok(Self { shared, backend, queue: Some(queue), committer: Some(committer) })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
-        self.state.read().unwrap_or_else(PoisonError::into_inner)
+        self.shared.read()
     }
 
     /// The current revision (what a list reports as its resourceVersion).
@@ -162,40 +231,48 @@ impl Store {
         (items, state.revision)
     }
 
-    /// Applies `decide` to the key's current value under the write lock. `decide` receives the
-    /// revision the write will get (so the value can carry it as its resourceVersion).
+    /// Applies `decide` to the key's latest value under the write lock. `decide` receives the
+    /// revision the write will get (so the value can carry it as its resourceVersion). Returns
+    /// once the write is durable and visible to readers and watchers.
     pub async fn mutate<E, F>(&self, key: &str, decide: F) -> Result<Applied, E>
     where
         E: From<StorageError>,
         F: FnOnce(Option<&Stored>, Revision) -> Result<Mutation, E>,
     {
-        let _writer = self.writer.lock().await;
-        let (current, next) = {
-            let s = self.read();
-            (s.objects.get(key).cloned(), s.revision + 1)
-        };
-        let (write, kind) = match decide(current.as_ref(), next)? {
-            Mutation::Unchanged => {
-                return Ok(Applied {
-                    revision: current.as_ref().map_or(0, |c| c.revision),
-                    value: current.map(|c| c.value),
-                    kind: None,
-                });
+        let mut pending = self.shared.writer.lock().await;
+        let committed = self.revision();
+        pending.overlay.retain(|_, (rev, _)| *rev > committed);
+        let (current, undurable) = match pending.overlay.get(key) {
+            Some((revision, value)) => {
+                (value.clone().map(|value| Stored { value, revision: *revision }), true)
             }
+            None => (self.get(key), false),
+        };
+        let next = pending.next;
+        let (write, kind) = match decide(current.as_ref(), next)? {
             Mutation::Put(value) => {
                 let kind = if current.is_some() { EventType::Modified } else { EventType::Added };
                 (Write::Put { key: key.to_string(), value }, kind)
             }
-            Mutation::Delete => match &current {
-                Some(_) => (Write::Delete { key: key.to_string() }, EventType::Deleted),
-                None => return Ok(Applied { revision: 0, value: None, kind: None }),
-            },
+            Mutation::Delete if current.is_some() => {
+                (Write::Delete { key: key.to_string() }, EventType::Deleted)
+            }
+            Mutation::Unchanged | Mutation::Delete => {
+                let seen = Applied {
+                    revision: current.as_ref().map_or(0, |c| c.revision),
+                    value: current.map(|c| c.value),
+                    kind: None,
+                };
+                // What was seen must be durable before it is reported.
+                if undurable {
+                    let (ack, done) = oneshot::channel();
+                    self.enqueue(Queued::Barrier { ack })?;
+                    drop(pending);
+                    done.await.map_err(|_| StorageError::Closed)??;
+                }
+                return Ok(seen);
+            }
         };
-        let backend = self.backend.clone();
-        let to_append = [write.clone()];
-        tokio::task::spawn_blocking(move || backend.append(next, &to_append))
-            .await
-            .map_err(|e| StorageError::Task(e.to_string()))??;
         let event = Arc::new(Event {
             revision: next,
             key: key.to_string(),
@@ -208,36 +285,29 @@ impl Store {
             },
             prev: current.map(|c| c.value),
         });
-        {
-            let mut s = self.state.write().unwrap_or_else(PoisonError::into_inner);
-            match &write {
-                Write::Put { value, .. } => {
-                    s.objects
-                        .insert(key.to_string(), Stored { value: value.clone(), revision: next });
-                }
-                Write::Delete { .. } => {
-                    s.objects.remove(key);
-                }
-            }
-            s.revision = next;
-            s.history.push_back(event.clone());
-            while s.history.len() > HISTORY {
-                if let Some(old) = s.history.pop_front() {
-                    s.oldest_watchable = old.revision;
-                }
-            }
-            // Sent under the state lock: a watch that subscribes under the read lock either sees
-            // this event in the history it copies or receives it live, never neither or both.
-            let _ = self.events.send(event.clone());
-        }
+        let value = match &write {
+            Write::Put { value, .. } => Some(value.clone()),
+            Write::Delete { .. } => None,
+        };
+        let (ack, done) = oneshot::channel();
+        self.enqueue(Queued::Write { write, event: event.clone(), ack })?;
+        pending.overlay.insert(key.to_string(), (next, value));
+        pending.next = next + 1;
+        drop(pending);
+        done.await.map_err(|_| StorageError::Closed)??;
         Ok(Applied { revision: next, value: Some(event.value.clone()), kind: Some(kind) })
+    }
+
+    fn enqueue(&self, item: Queued) -> Result<(), StorageError> {
+        let queue = self.queue.as_ref().ok_or(StorageError::Closed)?;
+        queue.send(item).map_err(|_| StorageError::Closed)
     }
 
     /// Watches keys under `prefix`. With `after`, the events after that revision come first
     /// (410 Expired if they are no longer kept); without, only new events.
     pub fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<Watch, Expired> {
         let s = self.read();
-        let rx = self.events.subscribe();
+        let rx = self.shared.events.subscribe();
         let after = after.unwrap_or(s.revision);
         if after < s.oldest_watchable {
             return Err(Expired { requested: after, oldest: s.oldest_watchable });
@@ -258,6 +328,15 @@ impl Store {
         tokio::task::spawn_blocking(move || backend.compact(below))
             .await
             .map_err(|e| StorageError::Task(e.to_string()))?
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.queue = None;
+        if let Some(committer) = self.committer.take() {
+            let _ = committer.join();
+        }
     }
 }
 
@@ -353,5 +432,117 @@ mod tests {
             put(&s, &format!("/k{i}"), "v").await;
         }
         assert_eq!(slow.next().await.unwrap_err(), WatchEnd::Lagged);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_writers_each_see_the_last_decided_value_and_get_contiguous_revisions() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Arc::new(store(dir.path()));
+        let bump = |s: Arc<Store>| async move {
+            s.mutate::<StorageError, _>("/counter", |cur, _| {
+                let n: u64 =
+                    cur.map_or(0, |c| std::str::from_utf8(&c.value).unwrap().parse().unwrap());
+                Ok(Mutation::Put(Bytes::from((n + 1).to_string())))
+            })
+            .await
+            .unwrap()
+            .revision
+        };
+        let tasks: Vec<_> = (0..200).map(|_| tokio::spawn(bump(s.clone()))).collect();
+        let mut revisions = Vec::new();
+        for t in tasks {
+            revisions.push(t.await.unwrap());
+        }
+        revisions.sort_unstable();
+        assert_eq!(revisions, (1..=200).collect::<Vec<_>>());
+        assert_eq!(s.get("/counter").unwrap().value, "200");
+        drop(Arc::into_inner(s).unwrap());
+        let s = store(dir.path());
+        assert_eq!((s.get("/counter").unwrap().value, s.revision()), (Bytes::from("200"), 200));
+    }
+
+    /// A backend whose appends can be held and made to fail.
+    #[derive(Debug)]
+    struct Faulty {
+        inner: SqliteBackend,
+        gate: std::sync::Mutex<()>,
+        fail: std::sync::atomic::AtomicBool,
+        started: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Backend for Faulty {
+        fn load(&self) -> Result<(Vec<super::super::Record>, Revision), StorageError> {
+            self.inner.load()
+        }
+        fn append(&self, first: Revision, writes: &[Write]) -> Result<(), StorageError> {
+            self.started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _held = self.gate.lock().unwrap();
+            if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(StorageError::Closed);
+            }
+            self.inner.append(first, writes)
+        }
+        fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+            self.inner.compact(revision)
+        }
+    }
+
+    #[tokio::test]
+    #[expect(
+        clippy::await_holding_lock,
+        reason = "the gate holds the committer thread, not a task"
+    )]
+    async fn a_failed_batch_fails_the_writes_decided_on_it_and_the_store_carries_on() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Arc::new(Faulty {
+            inner: SqliteBackend::open(&dir.path().join("s.db")).unwrap(),
+            gate: std::sync::Mutex::new(()),
+            fail: false.into(),
+            started: 0.into(),
+        });
+        let s = Arc::new(Store::open(backend.clone()).unwrap());
+        put(&s, "/kept", "1").await;
+        let held = backend.gate.lock().unwrap();
+        let a = tokio::spawn({
+            let s = s.clone();
+            async move { put_result(&s, "/k", "a").await }
+        });
+        eventually(|| backend.started.load(SeqCst) == 2).await;
+        // Decided on top of the write that is about to fail: it must fail too.
+        let saw = Arc::new(std::sync::Mutex::new(None));
+        let b = tokio::spawn({
+            let (s, saw) = (s.clone(), saw.clone());
+            async move {
+                s.mutate::<StorageError, _>("/k", move |cur, _| {
+                    *saw.lock().unwrap() = cur.map(|c| c.value.clone());
+                    Ok(Mutation::Put(Bytes::from("b")))
+                })
+                .await
+            }
+        });
+        eventually(|| saw.lock().unwrap().is_some()).await;
+        assert_eq!(saw.lock().unwrap().as_deref(), Some(&b"a"[..]), "b saw the pending value");
+        backend.fail.store(true, SeqCst);
+        drop(held);
+        assert!(matches!(a.await.unwrap(), Err(StorageError::Batch(_))));
+        assert!(matches!(b.await.unwrap(), Err(StorageError::Batch(_))));
+        assert_eq!((s.get("/k"), s.revision()), (None, 1), "nothing undurable is visible");
+        backend.fail.store(false, SeqCst);
+        let c = put_result(&s, "/k", "c").await.unwrap();
+        assert_eq!((c.revision, s.get("/k").unwrap().value), (2, Bytes::from("c")));
+    }
+
+    async fn eventually(cond: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !cond() {
+            assert!(std::time::Instant::now() < deadline, "condition not reached in 10 s");
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
+    async fn put_result(s: &Store, key: &str, v: &str) -> Result<Applied, StorageError> {
+        let v = Bytes::from(v.to_string());
+        s.mutate::<StorageError, _>(key, |_, _| Ok(Mutation::Put(v))).await
     }
 }

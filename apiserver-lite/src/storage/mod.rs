@@ -4,6 +4,7 @@
 //! Revisions are the API's resourceVersions: one counter for the whole store, strictly
 //! increasing, never reused across restarts. A write is durable before it is acknowledged.
 
+mod committer;
 pub mod memory;
 pub mod sqlite;
 
@@ -36,6 +37,10 @@ pub enum StorageError {
     Io { what: String, source: std::io::Error },
     #[error("storage task failed: {0}")]
     Task(String),
+    #[error("storage: the batch holding this write failed to commit: {0}")]
+    Batch(std::sync::Arc<StorageError>),
+    #[error("storage: shutting down")]
+    Closed,
 }
 
 /// A durable, revisioned log.

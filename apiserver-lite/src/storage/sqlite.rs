@@ -89,7 +89,8 @@ impl Backend for SqliteBackend {
                 };
             }
             let last = first + i64::try_from(writes.len()).unwrap_or(i64::MAX) - 1;
-            tx.execute("INSERT INTO meta (name, value) VALUES ('revision', ?1) ON CONFLICT(name) DO UPDATE SET value = excluded.value", params![last])?;
+            tx.prepare_cached("INSERT INTO meta (name, value) VALUES ('revision', ?1) ON CONFLICT(name) DO UPDATE SET value = excluded.value")?
+                .execute(params![last])?;
         }
         tx.commit()?;
         Ok(())
