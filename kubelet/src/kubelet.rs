@@ -14,15 +14,21 @@ use tokio_util::task::TaskTracker;
 use crate::KubeletError;
 use crate::cm::{CgroupFs, CgroupLayout};
 use crate::config::Source;
+use crate::config::apiserver::ApiSource;
 use crate::config::file::FileSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
 use crate::events::Recorder;
+use crate::node_status::machine::ReadingSource;
+use crate::node_status::reporter::NodeStatusReporter;
+use crate::node_status::{MachineInfo, NodeFacts};
+use crate::nodelease::LeaseController;
 use crate::pleg::{self, Pleg, PlegHealth, RuntimePods};
 use crate::pod_workers::{PodWorkers, WorkQueue, WorkerContext};
 use crate::runtime::{RuntimeConfig, RuntimeManager};
 use crate::server::{self, ServerState};
 use crate::status::StatusManager;
+use crate::status::sync::StatusSync;
 use crate::sync_loop::{Inputs, SyncLoop};
 
 /// The node's memory in bytes, from `/proc/meminfo` (for OOM score computation).
@@ -68,16 +74,32 @@ async fn connect_runtime(
     }
 }
 
+/// The apiserver client from `--kubeconfig`.
+async fn api_client(path: &Path) -> Result<kube::Client, KubeletError> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .map_err(|source| KubeletError::Kubeconfig { path: path.into(), source })?;
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|source| KubeletError::Kubeconfig { path: path.into(), source })?;
+    kube::Client::try_from(config)
+        .map_err(|source| KubeletError::Client { path: path.into(), source })
+}
+
 /// Runs the kubelet until `stop` is cancelled. Pods keep running after it returns.
 pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), KubeletError> {
     config.validate()?;
     let endpoint: UnixEndpoint = config.container_runtime_endpoint.parse()?;
     let options =
         ClientOptions { call_timeout: config.runtime_request_timeout, ..ClientOptions::default() };
+    let client = match &config.kubeconfig {
+        Some(path) => Some(api_client(path).await?),
+        None => None,
+    };
     let Some(cri) = connect_runtime(&endpoint, options, &stop).await else { return Ok(()) };
 
     let recorder = Recorder::default();
-    let host_ip = host_ip();
+    let host_ip = config.node_ip.map(|ip| ip.to_string()).or_else(host_ip);
     let runtime = Arc::new(RuntimeManager::new(
         cri.clone(),
         RuntimeConfig {
@@ -117,6 +139,12 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         };
         tasks.spawn(source.run(sets_tx.clone(), manifests_tx, child.clone()));
     }
+    if let Some(client) = &client {
+        expected.push(Source::Api);
+        let source =
+            ApiSource { pods: kube::Api::all(client.clone()), node_name: config.node_name.clone() };
+        tasks.spawn(source.run(sets_tx.clone(), child.clone()));
+    }
     drop(sets_tx);
     let sources_ready = Arc::new(SourcesReady::new(expected));
     tasks.spawn(mux::run(sets_rx, updates_tx, sources_ready.clone(), child.clone()));
@@ -135,7 +163,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         statuses: statuses.clone(),
         manifests: manifests_rx,
         recorder: recorder.clone(),
-        pleg: pleg_health,
+        pleg: pleg_health.clone(),
     };
     if config.read_only_port != 0 {
         let listener = server::bind(SocketAddr::new(config.address, config.read_only_port)).await?;
@@ -150,6 +178,35 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         let addr = SocketAddr::new(config.healthz_bind_address, config.healthz_port);
         let listener = server::bind(addr).await?;
         tasks.spawn(server::serve(listener, server::healthz_router(state), child.clone()));
+    }
+
+    if let Some(client) = client {
+        let v = cri.version();
+        let reporter = NodeStatusReporter {
+            nodes: kube::Api::all(client.clone()),
+            facts: NodeFacts {
+                name: config.node_name.clone(),
+                hostname: default_node_name(),
+                internal_ip: host_ip.clone(),
+                max_pods: config.max_pods,
+                runtime_version: format!("{}://{}", v.runtime_name, v.runtime_version),
+                kubelet_port: 0,
+            },
+            machine: MachineInfo::read(Path::new("/")),
+            readings: ReadingSource { root: "/".into(), kubelet_dir: config.root_dir.clone() },
+            pleg: pleg_health.clone(),
+            update_frequency: config.node_status_update_frequency,
+            report_frequency: config.node_status_report_frequency,
+        };
+        tasks.spawn(reporter.run(child.clone()));
+        let lease = LeaseController {
+            leases: kube::Api::namespaced(client.clone(), crate::nodelease::NAMESPACE),
+            nodes: kube::Api::all(client.clone()),
+            node: config.node_name.clone(),
+            duration_seconds: config.node_lease_duration_seconds,
+        };
+        tasks.spawn(lease.run(child.clone()));
+        tasks.spawn(StatusSync { manager: statuses.clone(), client }.run(child.clone()));
     }
 
     let ctx = Arc::new(WorkerContext {

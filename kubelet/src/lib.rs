@@ -1,14 +1,16 @@
 //! The kubelet: runs pods from its sources through a CRI runtime, as upstream's kubelet does.
 //!
-//! - [`config`]: pod sources (the static pod directory) and the mux merging them; the
-//!   `KubeletConfiguration`.
+//! - [`config`]: pod sources (the static pod directory, the apiserver) and the mux merging
+//!   them; the `KubeletConfiguration`.
 //! - [`sync_loop`]: one `select!` over config updates, PLEG events, tickers and finished
 //!   workers.
 //! - [`pod_workers`]: one task per pod; `Syncing → Terminating → Terminated`.
 //! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, images, backoff).
 //! - [`pleg`]: relisting the runtime into pod lifecycle events.
-//! - [`status`]: API pod statuses and the store that keeps them.
+//! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
 //! - [`server`]: the read-only HTTP API.
+//! - [`node_status`]: the Node object: registration and status.
+//! - [`nodelease`]: the node's heartbeat Lease.
 //! - [`cm`]: pod cgroups.
 //! - [`events`]: the local event list.
 //! - [`kubelet`]: wiring and the stop path.
@@ -17,6 +19,8 @@ pub mod cm;
 pub mod config;
 pub mod events;
 pub mod kubelet;
+pub mod node_status;
+pub mod nodelease;
 pub mod pleg;
 pub mod pod_workers;
 pub mod runtime;
@@ -33,6 +37,10 @@ pub enum KubeletError {
     Config(#[from] config::kubelet_config::ConfigError),
     #[error("containerRuntimeEndpoint: {0}")]
     Endpoint(#[from] proto::EndpointError),
+    #[error("kubeconfig {path}: {source}")]
+    Kubeconfig { path: std::path::PathBuf, source: kube::config::KubeconfigError },
+    #[error("kubeconfig {path}: building the API client: {source}")]
+    Client { path: std::path::PathBuf, source: kube::Error },
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: std::net::SocketAddr, source: std::io::Error },
 }

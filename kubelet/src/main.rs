@@ -41,6 +41,12 @@ struct Args {
     /// The cgroup under which pod cgroups are created.
     #[arg(long)]
     cgroup_root: Option<String>,
+    /// A kubeconfig for the apiserver to join; without it the kubelet runs standalone.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The address to report as the node's InternalIP (default: the outbound interface's).
+    #[arg(long)]
+    node_ip: Option<std::net::IpAddr>,
     /// Log verbosity, as upstream's `-v` (0–1 info, 2–4 debug, 5+ trace); RUST_LOG overrides.
     #[arg(short = 'v', long = "v", default_value_t = 0)]
     verbosity: u8,
@@ -60,6 +66,7 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 
     let mut config = KubeletConfig {
@@ -82,6 +89,8 @@ async fn main() -> anyhow::Result<()> {
     }
     flag!(hostname_override => node_name, container_runtime_endpoint => container_runtime_endpoint, root_dir => root_dir);
     flag!(read_only_port => read_only_port, healthz_port => healthz_port, address => address, cgroup_root => cgroup_root);
+    config.kubeconfig = args.kubeconfig.clone();
+    config.node_ip = args.node_ip;
     if let Some(p) = args.pod_manifest_path.clone() {
         config.static_pod_path = Some(p);
     }

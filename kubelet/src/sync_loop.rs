@@ -137,7 +137,7 @@ impl SyncLoop {
                 match self.pods.get(&uid) {
                     // Re-added while it was terminating: start it again.
                     Some(pod) => self.workers.update(&uid, Work::Sync(pod.clone())),
-                    None => self.statuses.remove(&uid),
+                    None => self.statuses.terminated(&uid),
                 }
             }
         }

@@ -49,6 +49,33 @@ impl ApiServer {
         Ok(me)
     }
 
+    /// Starts with a bearer token for each node (`system:node:<name>` in `system:nodes`), for
+    /// [`node_kubeconfig`](Self::node_kubeconfig).
+    pub fn start_for_nodes(nodes: &[&str]) -> anyhow::Result<Self> {
+        let tokens = tempfile::Builder::new().prefix("e2e-tokens-").tempfile()?;
+        let csv: String = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("token-{n},system:node:{n},{},system:nodes\n", 5000 + i))
+            .collect();
+        std::fs::write(tokens.path(), csv)?;
+        let (_, path) = tokens.keep()?;
+        let path = path.to_string_lossy().into_owned();
+        Self::start_with(&["--token-auth-file", &path])
+    }
+
+    /// A kubeconfig that authenticates as `system:node:<node>` (see `start_for_nodes`).
+    pub fn node_kubeconfig(&self, node: &str) -> anyhow::Result<PathBuf> {
+        let path = self.dir.path().join(format!("{node}.kubeconfig"));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: apiserver-lite\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {ca}\nusers:\n- name: {node}\n  user:\n    token: token-{node}\ncontexts:\n- name: {node}\n  context:\n    cluster: apiserver-lite\n    user: {node}\ncurrent-context: {node}\n",
+            port = self.port,
+            ca = self.dir.path().join("pki/ca.crt").display(),
+        );
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+
     pub fn dir(&self) -> &std::path::Path {
         self.dir.path()
     }

@@ -30,6 +30,7 @@ pub struct Kubelet {
     child: Option<Child>,
     binary: PathBuf,
     node: String,
+    extra: Vec<String>,
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -46,11 +47,30 @@ impl Kubelet {
         Self::start_with(containerd, node, None)
     }
 
+    /// Starts a kubelet named `node` that joins the apiserver of `kubeconfig`.
+    pub fn start_joined(
+        containerd: &Containerd,
+        node: &str,
+        kubeconfig: &std::path::Path,
+    ) -> anyhow::Result<Self> {
+        let extra = vec!["--kubeconfig".to_string(), kubeconfig.display().to_string()];
+        Self::start_full(containerd, node, None, extra)
+    }
+
     /// Starts a kubelet named `node`, with the read-only API on `port` (a free one if `None`).
     pub fn start_with(
         containerd: &Containerd,
         node: &str,
         port: Option<u16>,
+    ) -> anyhow::Result<Self> {
+        Self::start_full(containerd, node, port, Vec::new())
+    }
+
+    fn start_full(
+        containerd: &Containerd,
+        node: &str,
+        port: Option<u16>,
+        extra: Vec<String>,
     ) -> anyhow::Result<Self> {
         let dir = containerd.dir().join(format!("kubelet-{node}"));
         for d in ["manifests", "root", "logs"] {
@@ -65,8 +85,14 @@ impl Kubelet {
         );
         std::fs::write(dir.join("kubelet.yaml"), config)?;
         let binary = kubelet_binary()?;
-        let mut me =
-            Self { dir, port: port.unwrap_or(0), child: None, binary, node: node.to_string() };
+        let mut me = Self {
+            dir,
+            port: port.unwrap_or(0),
+            child: None,
+            binary,
+            node: node.to_string(),
+            extra,
+        };
         me.spawn()?;
         Ok(me)
     }
@@ -85,6 +111,7 @@ impl Kubelet {
             .args(["--hostname-override", &self.node, "--read-only-port", &self.port.to_string()])
             .arg("--root-dir")
             .arg(self.dir.join("root"))
+            .args(&self.extra)
             .env("RUST_LOG", "info,kubelet=debug")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

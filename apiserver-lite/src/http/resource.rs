@@ -100,12 +100,15 @@ pub async fn handle(
         (&Method::DELETE, None, _) => "deletecollection",
         _ => return Err(ApiError::method_not_allowed()),
     };
-    // Writes to pods are authorized against the stored pod (its node), others by name.
+    // Writes to pods are authorized against the stored pod (its node), creations against the
+    // object sent (authorized below, once the body is read), others by name.
     let stored = match (verb, name) {
         ("get" | "list" | "watch", _) | (_, None) => None,
         (_, Some(n)) => registry.get(r, ns, n).ok(),
     };
-    auth::authorize(user, verb, r, ns, name, sub, stored.as_ref())?;
+    if (verb, name) != ("create", None) {
+        auth::authorize(user, verb, r, ns, name, sub, stored.as_ref())?;
+    }
 
     match (verb, name, sub) {
         ("watch", None, None) => {
@@ -171,6 +174,7 @@ pub async fn handle(
         }),
         ("create", None, None) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
+            auth::authorize(user, verb, r, ns, None, None, Some(&body))?;
             let (obj, warnings) = registry.create(r, ns, body, write).await?;
             Ok(with_warnings(body::json(201, &obj), &warnings))
         }

@@ -36,9 +36,6 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "eventBurst",
     "kubeAPIQPS",
     "kubeAPIBurst",
-    "nodeStatusUpdateFrequency",
-    "nodeStatusReportFrequency",
-    "nodeLeaseDurationSeconds",
     "rotateCertificates",
     "serverTLSBootstrap",
     "tlsCertFile",
@@ -105,6 +102,9 @@ pub struct KubeletConfigFile {
     pub read_only_port: Option<u16>,
     pub healthz_port: Option<u16>,
     pub healthz_bind_address: Option<IpAddr>,
+    pub node_status_update_frequency: Option<GoDuration>,
+    pub node_status_report_frequency: Option<GoDuration>,
+    pub node_lease_duration_seconds: Option<u32>,
     /// Everything else: upstream fields we do not implement, and unknown ones.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -132,6 +132,16 @@ pub struct KubeletConfig {
     pub healthz_bind_address: IpAddr,
     /// PLEG relist period (upstream's is fixed at 1 s).
     pub pleg_relist_period: Duration,
+    /// The apiserver to join (`--kubeconfig`); absent, the kubelet runs standalone.
+    pub kubeconfig: Option<PathBuf>,
+    /// The address reported as the node's InternalIP (`--node-ip`; default: the outbound one).
+    pub node_ip: Option<IpAddr>,
+    /// How often node status is computed and, when it changed, posted.
+    pub node_status_update_frequency: Duration,
+    /// How often node status is posted even when unchanged.
+    pub node_status_report_frequency: Duration,
+    /// The node lease's duration; it is renewed every quarter of it.
+    pub node_lease_duration_seconds: u32,
 }
 
 impl Default for KubeletConfig {
@@ -156,6 +166,11 @@ impl Default for KubeletConfig {
             healthz_port: 10248,
             healthz_bind_address: IpAddr::from([127, 0, 0, 1]),
             pleg_relist_period: Duration::from_secs(1),
+            kubeconfig: None,
+            node_ip: None,
+            node_status_update_frequency: Duration::from_secs(10),
+            node_status_report_frequency: Duration::from_secs(5 * 60),
+            node_lease_duration_seconds: 40,
         }
     }
 }
@@ -222,10 +237,13 @@ impl KubeletConfigFile {
         }
         take!(container_runtime_endpoint, pod_logs_dir, max_pods, cgroup_root, cgroups_per_qos);
         take!(address, port, read_only_port, healthz_port, healthz_bind_address, cgroup_driver);
+        take!(node_lease_duration_seconds);
         for (field, target) in [
             (self.file_check_frequency, &mut c.file_check_frequency),
             (self.sync_frequency, &mut c.sync_frequency),
             (self.runtime_request_timeout, &mut c.runtime_request_timeout),
+            (self.node_status_update_frequency, &mut c.node_status_update_frequency),
+            (self.node_status_report_frequency, &mut c.node_status_report_frequency),
         ] {
             if let Some(d) = field {
                 *target = d.0;
@@ -250,6 +268,12 @@ impl KubeletConfig {
         }
         if self.file_check_frequency.is_zero() || self.sync_frequency.is_zero() {
             return invalid("fileCheckFrequency/syncFrequency", "must be positive");
+        }
+        if self.node_status_update_frequency.is_zero() || self.node_lease_duration_seconds == 0 {
+            return invalid(
+                "nodeStatusUpdateFrequency/nodeLeaseDurationSeconds",
+                "must be positive",
+            );
         }
         if !self.cgroup_root.starts_with('/') {
             return invalid("cgroupRoot", "must be an absolute cgroup path");

@@ -4,8 +4,10 @@
 //! - [`duration`]: Go-style durations in config files.
 //! - [`manifest`]: reading one static pod manifest.
 //! - [`file`]: the static pod directory source.
+//! - [`apiserver`]: pods bound to this node, from the apiserver.
 //! - [`mux`]: merges sources into `PodUpdate`s (ADD, UPDATE, REMOVE, RECONCILE, DELETE).
 
+pub mod apiserver;
 pub mod duration;
 pub mod file;
 pub mod kubelet_config;

@@ -1,9 +1,14 @@
 //! Pod status: computed from the spec and the runtime's state as upstream's
-//! `generateAPIPodStatus` (phase, conditions, container statuses), and kept per pod by the
-//! [`StatusManager`], the one place the kubelet's pod statuses live.
+//! `generateAPIPodStatus` (phase, conditions, container statuses), kept per pod by the
+//! [`StatusManager`], the one place the kubelet's pod statuses live, and written to the
+//! apiserver by [`sync`], the only writer of pod status there.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, PoisonError, RwLock};
+pub mod manager;
+pub mod sync;
+
+pub use manager::StatusManager;
+
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::{
@@ -19,7 +24,7 @@ fn time(ns: i64) -> Option<Time> {
     (ns > 0).then(|| Time(jiff::Timestamp::from_nanosecond(i128::from(ns)).unwrap_or_default()))
 }
 
-fn now_time(now: SystemTime) -> Time {
+pub(crate) fn now_time(now: SystemTime) -> Time {
     Time(jiff::Timestamp::try_from(now).unwrap_or_default())
 }
 
@@ -252,84 +257,10 @@ pub fn generate(
     }
 }
 
-/// The desired pods and their latest statuses, shared between the sync loop (which writes) and
-/// the server (which reads).
-/// A desired pod and the latest status generated for it.
-type Entry = (Arc<Pod>, Option<PodStatus>);
-
-#[derive(Debug, Default)]
-pub struct StatusManager {
-    pods: RwLock<BTreeMap<String, Entry>>,
-}
-
-impl StatusManager {
-    pub fn set_pod(&self, pod: Arc<Pod>) {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
-        let status = pods.remove(&uid).and_then(|(_, s)| s);
-        pods.insert(uid, (pod, status));
-    }
-
-    /// Stores a freshly generated status, keeping `startTime` and the transition times of
-    /// conditions that did not change.
-    pub fn set_status(&self, uid: &str, mut status: PodStatus, now: SystemTime) {
-        let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
-        let Some((_, slot)) = pods.get_mut(uid) else { return };
-        let old = slot.take();
-        status.start_time =
-            old.as_ref().and_then(|o| o.start_time.clone()).or_else(|| Some(now_time(now)));
-        let old_conditions: HashMap<String, PodCondition> = old
-            .and_then(|o| o.conditions)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| (c.type_.clone(), c))
-            .collect();
-        for c in status.conditions.iter_mut().flatten() {
-            c.last_transition_time = match old_conditions.get(&c.type_) {
-                Some(o) if o.status == c.status => o.last_transition_time.clone(),
-                _ => Some(now_time(now)),
-            };
-        }
-        *slot = Some(status);
-    }
-
-    pub fn remove(&self, uid: &str) {
-        self.pods.write().unwrap_or_else(PoisonError::into_inner).remove(uid);
-    }
-
-    pub fn status(&self, uid: &str) -> Option<PodStatus> {
-        self.pods
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(uid)
-            .and_then(|(_, s)| s.clone())
-    }
-
-    /// Every pod with its status, as `/pods` serves them.
-    pub fn pods(&self) -> Vec<Pod> {
-        let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
-        pods.values()
-            .map(|(p, s)| {
-                let mut p = (**p).clone();
-                if let Some(s) = s {
-                    p.status = Some(s.clone());
-                }
-                p
-            })
-            .collect()
-    }
-
-    pub fn len(&self) -> usize {
-        self.pods.read().unwrap_or_else(PoisonError::into_inner).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
     use std::time::Duration;
 
     use super::*;

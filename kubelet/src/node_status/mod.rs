@@ -1,0 +1,185 @@
+//! The node's API object, as upstream's `kubelet_node_status.go`: what the node is
+//! ([`MachineInfo`], read once), how it is doing ([`Readings`], read at every update), and the
+//! pure functions that turn them into a `Node` and its status. [`reporter`] registers the node
+//! and posts its status on change and at least every `nodeStatusReportFrequency`.
+
+pub mod machine;
+pub mod reporter;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeStatus,
+    NodeSystemInfo,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+pub use machine::{MachineInfo, Readings};
+
+/// The kubelet version reported in `nodeInfo.kubeletVersion` (the API level we implement).
+pub const KUBELET_VERSION: &str = "v1.35.0";
+
+/// Upstream's default hard eviction thresholds, which decide the pressure conditions.
+pub const MEMORY_AVAILABLE_MIN: u64 = 100 * 1024 * 1024;
+/// `nodefs.available<10%`.
+pub const NODEFS_AVAILABLE_MIN_PERCENT: u64 = 10;
+
+/// What the kubelet knows about its node besides the machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFacts {
+    pub name: String,
+    pub hostname: String,
+    pub internal_ip: Option<String>,
+    pub max_pods: u32,
+    /// `<runtime>://<version>`, e.g. `containerd://1.6.20`.
+    pub runtime_version: String,
+    /// The kubelet API's port (`daemonEndpoints.kubeletEndpoint`), 0 when not served.
+    pub kubelet_port: u16,
+}
+
+/// The object the kubelet registers: labels and an initial status.
+pub fn node(facts: &NodeFacts, machine: &MachineInfo, status: NodeStatus) -> Node {
+    let labels = BTreeMap::from([
+        (api::keys::LABEL_HOSTNAME.to_string(), facts.name.clone()),
+        (api::keys::LABEL_OS.to_string(), "linux".to_string()),
+        (api::keys::LABEL_ARCH.to_string(), machine.architecture.clone()),
+        ("beta.kubernetes.io/os".to_string(), "linux".to_string()),
+        ("beta.kubernetes.io/arch".to_string(), machine.architecture.clone()),
+    ]);
+    Node {
+        metadata: ObjectMeta {
+            name: Some(facts.name.clone()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec: None,
+        status: Some(status),
+    }
+}
+
+fn condition(type_: &str, status: bool, reason: &str, message: &str) -> NodeCondition {
+    NodeCondition {
+        type_: type_.to_string(),
+        status: if status { "True" } else { "False" }.to_string(),
+        reason: Some(reason.to_string()),
+        message: Some(message.to_string()),
+        last_heartbeat_time: None,
+        last_transition_time: None,
+    }
+}
+
+/// A pressure condition: `True` with `on` (reason, message) or `False` with `off`.
+fn pressure(type_: &str, under: bool, on: [&str; 2], off: [&str; 2]) -> NodeCondition {
+    let [reason, message] = if under { on } else { off };
+    condition(type_, under, reason, message)
+}
+
+/// The node's status now. Condition times: heartbeat is `now`; a transition time is kept from
+/// `previous` while the condition's status is unchanged.
+pub fn status(
+    facts: &NodeFacts,
+    machine: &MachineInfo,
+    readings: &Readings,
+    previous: Option<&NodeStatus>,
+    now: Time,
+) -> NodeStatus {
+    let q = |s: String| Quantity(s);
+    let mut capacity = BTreeMap::from([
+        ("cpu".to_string(), q(machine.cpus.to_string())),
+        ("memory".to_string(), q(format!("{}Ki", machine.memory_bytes / 1024))),
+        ("pods".to_string(), q(facts.max_pods.to_string())),
+    ]);
+    if readings.fs_capacity > 0 {
+        capacity
+            .insert("ephemeral-storage".into(), q(format!("{}Ki", readings.fs_capacity / 1024)));
+    }
+    // No system or kube reservations are configured: allocatable is the capacity.
+    let allocatable = capacity.clone();
+    let mut addresses = Vec::new();
+    if let Some(ip) = &facts.internal_ip {
+        addresses.push(NodeAddress { type_: "InternalIP".into(), address: ip.clone() });
+    }
+    addresses.push(NodeAddress { type_: "Hostname".into(), address: facts.hostname.clone() });
+
+    let memory_ok = readings.memory_available >= MEMORY_AVAILABLE_MIN;
+    let disk_ok = readings.fs_capacity == 0
+        || readings.fs_available * 100 >= readings.fs_capacity * NODEFS_AVAILABLE_MIN_PERCENT;
+    let ready = match &readings.runtime_health {
+        Ok(()) => condition("Ready", true, "KubeletReady", "kubelet is posting ready status"),
+        Err(reason) => condition("Ready", false, "KubeletNotReady", reason),
+    };
+    let mut conditions = vec![
+        pressure(
+            "MemoryPressure",
+            !memory_ok,
+            ["KubeletHasInsufficientMemory", "kubelet has insufficient memory available"],
+            ["KubeletHasSufficientMemory", "kubelet has sufficient memory available"],
+        ),
+        pressure(
+            "DiskPressure",
+            !disk_ok,
+            ["KubeletHasDiskPressure", "kubelet has disk pressure"],
+            ["KubeletHasNoDiskPressure", "kubelet has no disk pressure"],
+        ),
+        // Upstream sets no PID eviction threshold by default, so this is never True either.
+        pressure(
+            "PIDPressure",
+            false,
+            ["KubeletHasInsufficientPID", "kubelet has insufficient PID available"],
+            ["KubeletHasSufficientPID", "kubelet has sufficient PID available"],
+        ),
+        ready,
+    ];
+    for c in &mut conditions {
+        let before = previous
+            .and_then(|p| p.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|o| o.type_ == c.type_));
+        c.last_transition_time = match before {
+            Some(b) if b.status == c.status && b.last_transition_time.is_some() => {
+                b.last_transition_time.clone()
+            }
+            _ => Some(now.clone()),
+        };
+        c.last_heartbeat_time = Some(now.clone());
+    }
+    NodeStatus {
+        capacity: Some(capacity),
+        allocatable: Some(allocatable),
+        addresses: Some(addresses),
+        conditions: Some(conditions),
+        daemon_endpoints: (facts.kubelet_port != 0).then(|| NodeDaemonEndpoints {
+            kubelet_endpoint: Some(DaemonEndpoint { port: i32::from(facts.kubelet_port) }),
+        }),
+        node_info: Some(NodeSystemInfo {
+            architecture: machine.architecture.clone(),
+            boot_id: machine.boot_id.clone(),
+            container_runtime_version: facts.runtime_version.clone(),
+            kernel_version: machine.kernel_version.clone(),
+            kube_proxy_version: String::new(),
+            kubelet_version: KUBELET_VERSION.to_string(),
+            machine_id: machine.machine_id.clone(),
+            operating_system: "linux".to_string(),
+            os_image: machine.os_image.clone(),
+            system_uuid: machine.system_uuid.clone(),
+            swap: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// Whether two statuses differ in anything but heartbeat times (what makes an update worth
+/// posting before the report period is up).
+pub fn changed(a: &NodeStatus, b: &NodeStatus) -> bool {
+    let strip = |s: &NodeStatus| {
+        let mut s = s.clone();
+        for c in s.conditions.iter_mut().flatten() {
+            c.last_heartbeat_time = None;
+        }
+        s
+    };
+    strip(a) != strip(b)
+}
+
+#[cfg(test)]
+mod tests;

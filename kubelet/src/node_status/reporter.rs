@@ -1,0 +1,119 @@
+//! Registers the node with the apiserver and keeps its status current: computed every
+//! `nodeStatusUpdateFrequency`, posted when it changed or when `nodeStatusReportFrequency` has
+//! passed since the last post, as upstream's `syncNodeStatus`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, NodeStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::machine::ReadingSource;
+use super::{MachineInfo, NodeFacts};
+use crate::pleg::PlegHealth;
+
+/// Why a registration or status post failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeStatusError {
+    #[error("registering node {node}: {source}")]
+    Register { node: String, source: kube::Error },
+    #[error("posting the status of node {node}: {source}")]
+    Post { node: String, source: kube::Error },
+}
+
+#[derive(Debug)]
+pub struct NodeStatusReporter {
+    pub nodes: Api<Node>,
+    pub facts: NodeFacts,
+    pub machine: MachineInfo,
+    pub readings: ReadingSource,
+    pub pleg: Arc<PlegHealth>,
+    pub update_frequency: Duration,
+    pub report_frequency: Duration,
+}
+
+pub fn now() -> Time {
+    Time(jiff::Timestamp::now().round(jiff::Unit::Second).unwrap_or_default())
+}
+
+impl NodeStatusReporter {
+    fn current(&self, previous: Option<&NodeStatus>) -> NodeStatus {
+        let readings = self.readings.read(self.pleg.check());
+        super::status(&self.facts, &self.machine, &readings, previous, now())
+    }
+
+    /// Creates the Node, or adopts the one already there (a restart, or a re-install).
+    async fn register(&self) -> Result<(), NodeStatusError> {
+        let node = super::node(&self.facts, &self.machine, self.current(None));
+        let err = |source| NodeStatusError::Register { node: self.facts.name.clone(), source };
+        match self.nodes.create(&PostParams::default(), &node).await {
+            Ok(_) => {
+                tracing::info!(node = %self.facts.name, "registered the node");
+                Ok(())
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Keep the labels we own current on the existing object.
+                let labels = serde_json::json!({"metadata": {"labels": node.metadata.labels}});
+                self.nodes
+                    .patch(&self.facts.name, &PatchParams::default(), &Patch::Merge(&labels))
+                    .await
+                    .map_err(err)?;
+                tracing::info!(node = %self.facts.name, "node already registered; adopted it");
+                Ok(())
+            }
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    async fn post(&self, status: &NodeStatus) -> Result<(), NodeStatusError> {
+        let body = serde_json::json!({ "status": status });
+        self.nodes
+            .patch_status(&self.facts.name, &PatchParams::default(), &Patch::Merge(&body))
+            .await
+            .map(drop)
+            .map_err(|source| NodeStatusError::Post { node: self.facts.name.clone(), source })
+    }
+
+    /// Registers (retrying until it succeeds), then keeps the status current until `stop`.
+    pub async fn run(self, stop: CancellationToken) {
+        let mut delay = Duration::from_millis(200);
+        loop {
+            match self.register().await {
+                Ok(()) => break,
+                Err(e) => tracing::warn!(error = %e, "retrying in {delay:?}"),
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(delay) => {}
+            }
+            delay = (delay * 2).min(Duration::from_secs(7));
+        }
+        let mut posted: Option<(NodeStatus, Instant)> = None;
+        let mut ticker = tokio::time::interval(self.update_frequency);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = ticker.tick() => {}
+            }
+            let status = self.current(posted.as_ref().map(|(s, _)| s));
+            let due = match &posted {
+                None => true,
+                Some((last, at)) => {
+                    super::changed(last, &status) || at.elapsed() >= self.report_frequency
+                }
+            };
+            if !due {
+                continue;
+            }
+            match self.post(&status).await {
+                Ok(()) => posted = Some((status, Instant::now())),
+                Err(e) => tracing::warn!(error = %e, "will retry at the next update"),
+            }
+        }
+    }
+}

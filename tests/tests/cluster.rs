@@ -1,0 +1,159 @@
+//! The kubelet joined to apiserver-lite on real containerd, observed only through the API
+//! (kube-rs and the real kubectl): node registration and heartbeat, pods bound to the node run
+//! and report status, deletion through the API stops them and the kubelet confirms it.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use e2e::apiserver::ApiServer;
+use e2e::containerd::Containerd;
+use e2e::kubelet::Kubelet;
+use e2e::registry::http_get;
+use e2e::{eventually, require};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use proto::cri;
+
+const NODE: &str = "node-a";
+const WAIT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(100);
+
+async fn admin(server: &ApiServer) -> kube::Client {
+    let kc = Kubeconfig::read_from(server.kubeconfig()).unwrap();
+    let config =
+        kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+fn nginx_pod(node: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "nginx-pod", "labels": {"app": "nginx"}},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 5,
+            "containers": [{"name": "nginx", "image": "busybox-httpd:1.35", "ports": [{"containerPort": 80}]}],
+        },
+    }))
+    .unwrap()
+}
+
+fn condition(node: &Node, type_: &str) -> Option<String> {
+    let conditions = node.status.as_ref()?.conditions.as_ref()?;
+    conditions.iter().find(|c| c.type_ == type_).map(|c| c.status.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joined_kubelet_registers_heartbeats_runs_bound_pods_and_confirms_their_deletion() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let api = ApiServer::start_for_nodes(&[NODE]).unwrap();
+    let containerd = Containerd::start(Default::default()).await.unwrap();
+    containerd.import_test_images().unwrap();
+    let mut kubelet =
+        Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
+    let client = admin(&api).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let logs = |what: &str| {
+        format!("{what}\nkubelet:\n{}\napiserver:\n{}", kubelet.log_tail(30), api.log_tail(10))
+    };
+
+    // The node registers itself, Ready, with what the scheduler and operators read.
+    let node = eventually("node Ready", WAIT, POLL, || async {
+        let n = nodes.get_opt(NODE).await.ok()??;
+        (condition(&n, "Ready").as_deref() == Some("True")).then_some(n)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    let labels = node.metadata.labels.clone().unwrap();
+    assert_eq!(labels["kubernetes.io/hostname"], NODE);
+    assert_eq!(labels["kubernetes.io/os"], "linux");
+    let status = node.status.clone().unwrap();
+    let info = status.node_info.unwrap();
+    assert!(info.container_runtime_version.starts_with("containerd://"), "{info:?}");
+    assert!(!info.kernel_version.is_empty() && !info.boot_id.is_empty());
+    assert_eq!(status.capacity.unwrap()["pods"].0, "110");
+    for c in ["MemoryPressure", "DiskPressure", "PIDPressure"] {
+        assert_eq!(condition(&node, c).as_deref(), Some("False"), "{c}");
+    }
+
+    // Its lease is held by the node and owned by the Node object.
+    let lease = eventually("node lease", WAIT, POLL, || async { leases.get_opt(NODE).await.ok()? })
+        .await
+        .unwrap();
+    let spec = lease.spec.clone().unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some(NODE));
+    assert_eq!(spec.lease_duration_seconds, Some(40));
+    let owner = &lease.metadata.owner_references.clone().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("Node", node.metadata.uid.as_deref().unwrap())
+    );
+    let first_renew = spec.renew_time.unwrap();
+
+    // A pod bound to the node runs, reports its status and serves HTTP.
+    let created = Instant::now();
+    pods.create(&PostParams::default(), &nginx_pod(NODE)).await.unwrap();
+    let pod = eventually("nginx-pod Running 1/1", WAIT, POLL, || async {
+        let p = pods.get("nginx-pod").await.ok()?;
+        let s = p.status.as_ref()?;
+        let ready = s.container_statuses.as_ref()?.iter().all(|c| c.ready);
+        (s.phase.as_deref() == Some("Running") && ready && s.pod_ip.is_some()).then_some(p)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    eprintln!("nginx-pod Running 1/1 {:?} after its creation", created.elapsed());
+    let status = pod.status.unwrap();
+    assert_eq!(status.qos_class.as_deref(), Some("BestEffort"));
+    assert!(status.host_ip.is_some() && status.start_time.is_some());
+    let ip: std::net::IpAddr = status.pod_ip.unwrap().parse().unwrap();
+    let (code, body) = eventually("HTTP on the pod IP", WAIT, POLL, || async {
+        http_get(SocketAddr::new(ip, 80), "/", Duration::from_secs(2)).ok()
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 200);
+    assert!(body.contains("It works"), "{body}");
+    let out = api.kubectl(&["get", "pods"]).unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    let row = table.lines().find(|l| l.starts_with("nginx-pod")).unwrap_or_default();
+    assert!(row.contains("1/1") && row.contains("Running"), "{table}");
+
+    // Deleted through the API: the kubelet stops it and confirms, and the object goes.
+    let cri = containerd.client().await.unwrap();
+    pods.delete("nginx-pod", &DeleteParams::default()).await.unwrap();
+    eventually("nginx-pod removed from the API", WAIT, POLL, || async {
+        pods.get_opt("nginx-pod").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    let running = cri
+        .list_containers(cri::ListContainersRequest { filter: None })
+        .await
+        .unwrap()
+        .containers
+        .into_iter()
+        .filter(|c| c.state == cri::ContainerState::ContainerRunning as i32)
+        .count();
+    assert_eq!(running, 0, "the container was stopped before the deletion was confirmed");
+
+    // The lease has been renewed meanwhile (every 10 s).
+    eventually("lease renewed", Duration::from_secs(30), POLL, || async {
+        let renewed = leases.get(NODE).await.ok()?.spec?.renew_time?;
+        (renewed.0 > first_renew.0).then_some(())
+    })
+    .await
+    .unwrap();
+
+    kubelet.stop();
+    let report = containerd.stop().await;
+    assert!(report.is_clean(), "teardown leaked: {report:#?}");
+}
