@@ -145,12 +145,14 @@ async fn a_manifest_runs_is_replaced_on_edit_and_stops_when_removed() {
         })
         .await;
     let new_uid = new["metadata"]["uid"].as_str().unwrap().to_string();
-    n.eventually("the old sandbox gone", async |n| {
-        (n.fake.runtime().sandboxes().len() == 1).then_some(())
+    // One sandbox left, and it is the new pod's (one sandbox alone could also be the old pod's,
+    // before the new one is created).
+    n.eventually("only the new pod's sandbox", async |n| {
+        let sandboxes = n.fake.runtime().sandboxes();
+        (sandboxes.len() == 1 && sandboxes[0].labels["io.kubernetes.pod.uid"] == new_uid)
+            .then_some(())
     })
     .await;
-    let sb = &n.fake.runtime().sandboxes()[0];
-    assert_eq!(sb.labels["io.kubernetes.pod.uid"], new_uid);
 
     std::fs::remove_file(&file).unwrap();
     n.eventually("everything removed", async |n| {
