@@ -31,16 +31,6 @@ use crate::status::StatusManager;
 use crate::status::sync::StatusSync;
 use crate::sync_loop::{Inputs, SyncLoop};
 
-/// The node's memory in bytes, from `/proc/meminfo` (for OOM score computation).
-fn memory_capacity() -> u64 {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// The address the node uses for outbound traffic (no packet is sent).
 fn host_ip() -> Option<String> {
     let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
@@ -99,6 +89,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let Some(cri) = connect_runtime(&endpoint, options, &stop).await else { return Ok(()) };
 
     let recorder = Recorder::default();
+    let machine = MachineInfo::read(Path::new("/"));
     let host_ip = config.node_ip.map(|ip| ip.to_string()).or_else(host_ip);
     let runtime = Arc::new(RuntimeManager::new(
         cri.clone(),
@@ -110,7 +101,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
                 per_qos: config.cgroups_per_qos,
             },
             resolv_conf: std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
-            memory_capacity: memory_capacity(),
+            memory_capacity: machine.memory_bytes,
             host_ip: host_ip.clone(),
         },
         Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
@@ -192,7 +183,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
                 runtime_version: format!("{}://{}", v.runtime_name, v.runtime_version),
                 kubelet_port: 0,
             },
-            machine: MachineInfo::read(Path::new("/")),
+            machine,
             readings: ReadingSource { root: "/".into(), kubelet_dir: config.root_dir.clone() },
             pleg: pleg_health.clone(),
             update_frequency: config.node_status_update_frequency,

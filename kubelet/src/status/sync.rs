@@ -8,7 +8,7 @@
 //! The patch replaces the status fields the kubelet owns and leaves the others (conditions set
 //! by other components, `nominatedNodeName`) alone.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -124,8 +124,8 @@ impl StatusSync {
                 _ = ticker.tick() => true,
             };
             let pods = self.manager.snapshot();
-            let live: BTreeMap<&str, ()> = pods.iter().map(|p| (p.uid.as_str(), ())).collect();
-            posted.retain(|uid, _| live.contains_key(uid.as_str()));
+            let live: HashSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
+            posted.retain(|uid, _| live.contains(uid.as_str()));
             for p in pods.iter().filter(|p| source_of(&p.pod) == Some(Source::Api)) {
                 if let Err(e) = self.sync_pod(p, reconcile, &mut posted).await {
                     tracing::warn!(error = %e, "will retry");
