@@ -88,6 +88,14 @@ impl ApiServer {
         self.dir.path().join("pki/admin.kubeconfig")
     }
 
+    /// A kube-rs client authenticated as the admin (from the admin kubeconfig).
+    pub async fn admin_client(&self) -> anyhow::Result<kube::Client> {
+        let kc = kube::config::Kubeconfig::read_from(self.kubeconfig())?;
+        let options = kube::config::KubeConfigOptions::default();
+        let config = kube::Config::from_custom_kubeconfig(kc, &options).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
     fn spawn(&mut self) -> anyhow::Result<()> {
         let d = self.dir.path();
         let log =

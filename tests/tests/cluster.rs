@@ -16,19 +16,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use proto::cri;
 
 const NODE: &str = "node-a";
 const WAIT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(100);
-
-async fn admin(server: &ApiServer) -> kube::Client {
-    let kc = Kubeconfig::read_from(server.kubeconfig()).unwrap();
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
-    kube::Client::try_from(config).unwrap()
-}
 
 fn nginx_pod(node: &str) -> Pod {
     serde_json::from_value(serde_json::json!({
@@ -58,7 +50,7 @@ async fn a_joined_kubelet_registers_heartbeats_runs_bound_pods_and_confirms_thei
     containerd.import_test_images().unwrap();
     let mut kubelet =
         Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
-    let client = admin(&api).await;
+    let client = api.admin_client().await.unwrap();
     let nodes: Api<Node> = Api::all(client.clone());
     let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
@@ -195,7 +187,7 @@ async fn pods_keep_running_through_a_30_s_apiserver_outage_and_status_catches_up
     containerd.import_test_images().unwrap();
     let mut kubelet =
         Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
-    let pods: Api<Pod> = Api::namespaced(admin(&api).await, "default");
+    let pods: Api<Pod> = Api::namespaced(api.admin_client().await.unwrap(), "default");
     pods.create(&PostParams::default(), &bound_pod("steady", "exec sleep 3600", "Always"))
         .await
         .unwrap();
@@ -218,7 +210,7 @@ async fn pods_keep_running_through_a_30_s_apiserver_outage_and_status_catches_up
     tokio::time::sleep(Duration::from_secs(30)).await;
     api.restart().unwrap();
 
-    let pods: Api<Pod> = Api::namespaced(admin(&api).await, "default");
+    let pods: Api<Pod> = Api::namespaced(api.admin_client().await.unwrap(), "default");
     let short = eventually("short Failed with exit 3 in the API", WAIT, POLL, || async {
         let p = pods.get("short").await.ok()?;
         let s = p.status.as_ref()?;

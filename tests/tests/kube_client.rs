@@ -10,16 +10,8 @@ use e2e::apiserver::ApiServer;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use serde_json::json;
-
-async fn client(server: &ApiServer) -> kube::Client {
-    let kc = Kubeconfig::read_from(server.kubeconfig()).unwrap();
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
-    kube::Client::try_from(config).unwrap()
-}
 
 fn pod(name: &str) -> Pod {
     serde_json::from_value(json!({
@@ -32,7 +24,7 @@ fn pod(name: &str) -> Pod {
 #[tokio::test]
 async fn typed_pods_crud_with_conflicts_and_patches() {
     let server = ApiServer::start().unwrap();
-    let client = client(&server).await;
+    let client = server.admin_client().await.unwrap();
     assert_eq!(client.apiserver_version().await.unwrap().minor, "35");
     let pods: Api<Pod> = Api::namespaced(client, "default");
     let created = pods.create(&PostParams::default(), &pod("web")).await.unwrap();
@@ -85,7 +77,7 @@ async fn typed_pods_crud_with_conflicts_and_patches() {
 #[tokio::test]
 async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
     let server = ApiServer::start().unwrap();
-    let client = client(&server).await;
+    let client = server.admin_client().await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client, "default");
     pods.create(&PostParams::default(), &pod("before")).await.unwrap();
     for config in [watcher::Config::default(), watcher::Config::default().streaming_lists()] {
@@ -120,7 +112,7 @@ async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
 #[tokio::test]
 async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
     let mut server = ApiServer::start().unwrap();
-    let cms: Api<ConfigMap> = Api::namespaced(client(&server).await, "default");
+    let cms: Api<ConfigMap> = Api::namespaced(server.admin_client().await.unwrap(), "default");
     let writer = tokio::spawn(async move {
         let mut acked = Vec::new();
         for i in 0.. {
@@ -143,7 +135,7 @@ async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
     let acked = writer.await.unwrap();
     assert!(acked.len() > 50, "the writer got going: {}", acked.len());
     server.restart().unwrap();
-    let cms: Api<ConfigMap> = Api::namespaced(client(&server).await, "default");
+    let cms: Api<ConfigMap> = Api::namespaced(server.admin_client().await.unwrap(), "default");
     let stored: BTreeSet<String> = cms
         .list(&ListParams::default())
         .await

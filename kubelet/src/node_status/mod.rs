@@ -84,15 +84,16 @@ pub fn status(
     previous: Option<&NodeStatus>,
     now: Time,
 ) -> NodeStatus {
-    let q = |s: String| Quantity(s);
     let mut capacity = BTreeMap::from([
-        ("cpu".to_string(), q(machine.cpus.to_string())),
-        ("memory".to_string(), q(format!("{}Ki", machine.memory_bytes / 1024))),
-        ("pods".to_string(), q(facts.max_pods.to_string())),
+        ("cpu".to_string(), Quantity(machine.cpus.to_string())),
+        ("memory".to_string(), Quantity(format!("{}Ki", machine.memory_bytes / 1024))),
+        ("pods".to_string(), Quantity(facts.max_pods.to_string())),
     ]);
     if readings.fs_capacity > 0 {
-        capacity
-            .insert("ephemeral-storage".into(), q(format!("{}Ki", readings.fs_capacity / 1024)));
+        capacity.insert(
+            "ephemeral-storage".into(),
+            Quantity(format!("{}Ki", readings.fs_capacity / 1024)),
+        );
     }
     // No system or kube reservations are configured: allocatable is the capacity.
     let allocatable = capacity.clone();
