@@ -19,6 +19,7 @@ use crate::config::file::FileSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
 use crate::events::Recorder;
+use crate::mirror::MirrorSync;
 use crate::node_status::machine::ReadingSource;
 use crate::node_status::reporter::NodeStatusReporter;
 use crate::node_status::{MachineInfo, NodeFacts};
@@ -130,10 +131,14 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         };
         tasks.spawn(source.run(sets_tx.clone(), manifests_tx, child.clone()));
     }
+    let (mirrors_tx, mirrors_rx) = watch::channel(None);
     if let Some(client) = &client {
         expected.push(Source::Api);
-        let source =
-            ApiSource { pods: kube::Api::all(client.clone()), node_name: config.node_name.clone() };
+        let source = ApiSource {
+            pods: kube::Api::all(client.clone()),
+            node_name: config.node_name.clone(),
+            mirrors: mirrors_tx,
+        };
         tasks.spawn(source.run(sets_tx.clone(), child.clone()));
     }
     drop(sets_tx);
@@ -197,7 +202,16 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             duration_seconds: config.node_lease_duration_seconds,
         };
         tasks.spawn(lease.run(child.clone()));
-        tasks.spawn(StatusSync { manager: statuses.clone(), client }.run(child.clone()));
+        let mirrors = MirrorSync {
+            statuses: statuses.clone(),
+            mirrors: mirrors_rx.clone(),
+            client: client.clone(),
+            node_name: config.node_name.clone(),
+            sources_ready: sources_ready.clone(),
+        };
+        tasks.spawn(mirrors.run(child.clone()));
+        let status_sync = StatusSync { manager: statuses.clone(), client, mirrors: mirrors_rx };
+        tasks.spawn(status_sync.run(child.clone()));
     }
 
     let ctx = Arc::new(WorkerContext {

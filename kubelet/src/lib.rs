@@ -7,6 +7,7 @@
 //! - [`pod_workers`]: one task per pod; `Syncing → Terminating → Terminated`.
 //! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, images, backoff).
 //! - [`pleg`]: relisting the runtime into pod lifecycle events.
+//! - [`mirror`]: mirror pods, the apiserver's reflection of static pods.
 //! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
 //! - [`server`]: the read-only HTTP API.
 //! - [`node_status`]: the Node object: registration and status.
@@ -19,6 +20,7 @@ pub mod cm;
 pub mod config;
 pub mod events;
 pub mod kubelet;
+pub mod mirror;
 pub mod node_status;
 pub mod nodelease;
 pub mod pleg;

@@ -176,13 +176,17 @@ async fn a_bad_manifest_is_reported_and_disturbs_nothing() {
     );
     n.write("notes.txt", "not a manifest");
     let reports = n
-        .eventually("the rejection reported", async |n| {
+        .eventually("the rejection and the ignored file reported", async |n| {
             let m = n.get("/manifests").await?;
-            let found = m.as_array()?.iter().any(|r| {
-                r["file"].as_str().is_some_and(|f| f.ends_with("bad.yaml"))
-                    && r["state"] == "rejected"
-            });
-            found.then_some(m)
+            let reported = |file: &str, state: &str| {
+                m.as_array().is_some_and(|a| {
+                    a.iter().any(|r| {
+                        r["file"].as_str().is_some_and(|f| f.ends_with(file)) && r["state"] == state
+                    })
+                })
+            };
+            (reported("bad.yaml", "rejected") && reported("notes.txt", "ignored"))
+                .then_some(m.clone())
         })
         .await;
     let bad = reports

@@ -2,7 +2,8 @@
 //! kube-runtime's watcher and delivered to the mux as complete sets, as upstream's
 //! `NewSourceApiserver`. The watcher resumes from its last resourceVersion after a broken
 //! watch and relists after a 410; either way the mux sees the same pods by UID, so nothing is
-//! recreated. Mirror pods are the kubelet's own reflections of static pods: never run them.
+//! recreated. Mirror pods are the kubelet's own reflections of static pods: never run, they
+//! go to [`mirror`](crate::mirror) instead.
 
 use std::collections::BTreeMap;
 
@@ -11,19 +12,18 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::{Source, SourceSet};
+use crate::mirror::{MirrorView, full_name, is_mirror};
 
 #[derive(Debug)]
 pub struct ApiSource {
     pub pods: Api<Pod>,
     pub node_name: String,
-}
-
-fn is_mirror(pod: &Pod) -> bool {
-    pod.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(api::keys::CONFIG_MIRROR))
+    /// Where the mirror pods bound here are published.
+    pub mirrors: watch::Sender<MirrorView>,
 }
 
 /// The pods a set carries: everything bound here except mirror pods.
@@ -75,7 +75,17 @@ impl ApiSource {
                 }
                 Some(Ok(Event::Delete(p))) => pods.remove(&uid(&p)).is_some(),
             };
-            if changed && sets.send(set(&pods)).await.is_err() {
+            if !changed {
+                continue;
+            }
+            let mirrors: BTreeMap<String, Pod> =
+                pods.values().filter(|p| is_mirror(p)).map(|p| (full_name(p), p.clone())).collect();
+            self.mirrors.send_if_modified(|view| {
+                let modified = view.as_ref() != Some(&mirrors);
+                *view = Some(mirrors);
+                modified
+            });
+            if sets.send(set(&pods)).await.is_err() {
                 return;
             }
         }

@@ -9,7 +9,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use tokio::sync::Notify;
+use tokio::sync::watch;
 
 use super::now_time;
 use crate::config::Source;
@@ -35,10 +35,17 @@ pub struct PodSyncState {
     pub terminated: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StatusManager {
     pods: RwLock<BTreeMap<String, Entry>>,
-    changed: Notify,
+    /// Marked changed for every subscriber whenever a pod, its status or its state changes.
+    changed: watch::Sender<()>,
+}
+
+impl Default for StatusManager {
+    fn default() -> Self {
+        Self { pods: RwLock::default(), changed: watch::Sender::new(()) }
+    }
 }
 
 /// The source a pod came from (`kubernetes.io/config.source`).
@@ -73,7 +80,7 @@ impl StatusManager {
             }
         }
         drop(pods);
-        self.changed.notify_one();
+        self.changed.send_replace(());
     }
 
     /// Stores a freshly generated status, keeping `startTime` and the transition times of
@@ -99,7 +106,7 @@ impl StatusManager {
             entry.status = Some(status);
             entry.version += 1;
             drop(pods);
-            self.changed.notify_one();
+            self.changed.send_replace(());
         }
     }
 
@@ -111,15 +118,19 @@ impl StatusManager {
         if source_of(&entry.pod) == Some(Source::Api) {
             entry.terminated = true;
             drop(pods);
-            self.changed.notify_one();
+            self.changed.send_replace(());
         } else {
             pods.remove(uid);
+            drop(pods);
+            self.changed.send_replace(());
         }
     }
 
     /// Drops a pod that never ran (rejected at admission) or whose deletion is confirmed.
     pub fn remove(&self, uid: &str) {
-        self.write().remove(uid);
+        if self.write().remove(uid).is_some() {
+            self.changed.send_replace(());
+        }
     }
 
     /// Drops a terminated pod once the apiserver no longer needs it; a pod that was started
@@ -131,9 +142,9 @@ impl StatusManager {
         }
     }
 
-    /// Waits until something changed since the last call.
-    pub async fn changed(&self) {
-        self.changed.notified().await;
+    /// A receiver whose `changed()` completes after each change (several coalesce into one).
+    pub fn subscribe(&self) -> watch::Receiver<()> {
+        self.changed.subscribe()
     }
 
     pub fn snapshot(&self) -> Vec<PodSyncState> {

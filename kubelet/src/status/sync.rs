@@ -6,7 +6,8 @@
 //! graceful deletion the apiserver started.
 //!
 //! The patch replaces the status fields the kubelet owns and leaves the others (conditions set
-//! by other components, `nominatedNodeName`) alone.
+//! by other components, `nominatedNodeName`) alone. A static pod's status is written to its
+//! mirror pod (the one that reflects the current manifest), as upstream translates the UID.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -16,10 +17,12 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::{Map, Value, json};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::manager::{PodSyncState, StatusManager, source_of};
 use crate::config::Source;
+use crate::mirror::{MirrorView, full_name, is_mirror_of};
 
 /// How often statuses are compared with the apiserver's and posted again where they differ.
 pub const RECONCILE_PERIOD: Duration = Duration::from_secs(10);
@@ -84,6 +87,15 @@ pub fn in_sync(patch: &Value, theirs: Option<&PodStatus>) -> bool {
 pub struct StatusSync {
     pub manager: Arc<StatusManager>,
     pub client: Client,
+    /// The mirror pods bound here, for the statuses of static pods.
+    pub mirrors: watch::Receiver<MirrorView>,
+}
+
+/// The API object a pod's status goes to: the pod itself, or a static pod's mirror.
+#[derive(Debug, Clone, Copy)]
+struct Target<'a> {
+    uid: &'a str,
+    status: Option<&'a PodStatus>,
 }
 
 impl std::fmt::Debug for StatusSync {
@@ -113,21 +125,43 @@ fn name_of(pod: &Pod) -> (String, String) {
 
 impl StatusSync {
     /// Posts until `stop`.
-    pub async fn run(self, stop: CancellationToken) {
+    pub async fn run(mut self, stop: CancellationToken) {
+        // The status version last posted, by the UID of the API object it went to.
         let mut posted: HashMap<String, u64> = HashMap::new();
+        let mut changes = self.manager.subscribe();
         let mut ticker = tokio::time::interval(RECONCILE_PERIOD);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut mirrors_open = true;
         loop {
             let reconcile = tokio::select! {
                 () = stop.cancelled() => return,
-                () = self.manager.changed() => false,
+                _ = changes.changed() => false,
+                r = self.mirrors.changed(), if mirrors_open => {
+                    mirrors_open = r.is_ok();
+                    false
+                }
                 _ = ticker.tick() => true,
             };
             let pods = self.manager.snapshot();
-            let live: HashSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
+            let mirrors = self.mirrors.borrow_and_update().clone().unwrap_or_default();
+            let targets: Vec<(&PodSyncState, Target<'_>)> = pods
+                .iter()
+                .filter_map(|p| match source_of(&p.pod) {
+                    Some(Source::Api) => {
+                        Some((p, Target { uid: &p.uid, status: p.pod.status.as_ref() }))
+                    }
+                    Some(Source::File) => mirrors
+                        .get(&full_name(&p.pod))
+                        .filter(|m| is_mirror_of(m, &p.pod))
+                        .and_then(|m| Some((m.metadata.uid.as_deref()?, m.status.as_ref())))
+                        .map(|(uid, status)| (p, Target { uid, status })),
+                    _ => None,
+                })
+                .collect();
+            let live: HashSet<&str> = targets.iter().map(|(_, t)| t.uid).collect();
             posted.retain(|uid, _| live.contains(uid.as_str()));
-            for p in pods.iter().filter(|p| source_of(&p.pod) == Some(Source::Api)) {
-                if let Err(e) = self.sync_pod(p, reconcile, &mut posted).await {
+            for (p, target) in targets {
+                if let Err(e) = self.sync_pod(p, target, reconcile, &mut posted).await {
                     tracing::warn!(error = %e, "will retry");
                 }
             }
@@ -137,6 +171,7 @@ impl StatusSync {
     async fn sync_pod(
         &self,
         p: &PodSyncState,
+        target: Target<'_>,
         reconcile: bool,
         posted: &mut HashMap<String, u64>,
     ) -> Result<(), SyncError> {
@@ -170,16 +205,16 @@ impl StatusSync {
             };
         }
         let Some(status) = &p.status else { return Ok(()) };
-        let theirs = p.pod.status.as_ref();
-        let patch = status_patch(&p.uid, status, theirs);
-        let changed = posted.get(&p.uid) != Some(&p.version);
+        let theirs = target.status;
+        let patch = status_patch(target.uid, status, theirs);
+        let changed = posted.get(target.uid) != Some(&p.version);
         let drifted = reconcile && !in_sync(&patch, theirs);
         if !changed && !drifted {
             return Ok(());
         }
         match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => {
-                posted.insert(p.uid.clone(), p.version);
+                posted.insert(target.uid.to_string(), p.version);
                 Ok(())
             }
             // Gone from the apiserver: its source will remove it.

@@ -1,0 +1,123 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+
+use super::*;
+
+fn static_pod(name: &str, hash: &str) -> Arc<Pod> {
+    Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "kube-system", "uid": hash,
+                         "labels": {"tier": "control-plane"},
+                         "annotations": {"kubernetes.io/config.source": "file",
+                                         "kubernetes.io/config.hash": hash}},
+            "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "i"}]},
+        }))
+        .unwrap(),
+    )
+}
+
+fn mirror(name: &str, hash: &str, uid: &str) -> Pod {
+    let mut m = mirror_pod(&static_pod(name, hash), "node-a", "node-uid");
+    m.metadata.uid = Some(uid.into());
+    m
+}
+
+fn view(pods: &[Pod]) -> BTreeMap<String, Pod> {
+    pods.iter().map(|p| (full_name(p), p.clone())).collect()
+}
+
+/// A readable form of a plan: `create <name>` / `delete <uid> <reason>`.
+fn show(actions: &[MirrorAction]) -> Vec<String> {
+    actions
+        .iter()
+        .map(|a| match a {
+            MirrorAction::Create(p) => format!("create {}", full_name(p)),
+            MirrorAction::Delete { uid, reason, .. } => format!("delete {uid} {reason:?}"),
+        })
+        .collect()
+}
+
+/// What the plan sees and what it should do: (case, static pods, mirrors, orphans, actions).
+type Case = (&'static str, Vec<Arc<Pod>>, Vec<Pod>, Orphans, Vec<&'static str>);
+
+#[test]
+fn the_plan_creates_replaces_recreates_and_deletes_orphans() {
+    let web = static_pod("web-node-a", "h1");
+    let mut deleted = mirror("web-node-a", "h1", "m1");
+    deleted.metadata.deletion_timestamp = Some(api_time());
+    let cases: Vec<Case> = vec![
+        (
+            "no mirror yet",
+            vec![web.clone()],
+            vec![],
+            Orphans::Keep,
+            vec!["create kube-system/web-node-a"],
+        ),
+        (
+            "in step",
+            vec![web.clone()],
+            vec![mirror("web-node-a", "h1", "m1")],
+            Orphans::Delete,
+            vec![],
+        ),
+        (
+            "manifest changed",
+            vec![web.clone()],
+            vec![mirror("web-node-a", "h0", "m0")],
+            Orphans::Keep,
+            vec!["delete m0 Outdated", "create kube-system/web-node-a"],
+        ),
+        (
+            "mirror deleted through the API",
+            vec![web.clone()],
+            vec![deleted],
+            Orphans::Keep,
+            vec!["delete m1 DeletedThroughApi", "create kube-system/web-node-a"],
+        ),
+        (
+            "manifest removed",
+            vec![],
+            vec![mirror("web-node-a", "h1", "m1")],
+            Orphans::Delete,
+            vec!["delete m1 Orphaned"],
+        ),
+        (
+            "orphans kept outside housekeeping",
+            vec![],
+            vec![mirror("web-node-a", "h1", "m1")],
+            Orphans::Keep,
+            vec![],
+        ),
+    ];
+    for (what, statics, mirrors, orphans, want) in cases {
+        assert_eq!(show(&plan(&statics, &view(&mirrors), orphans)), want, "{what}");
+    }
+}
+
+fn api_time() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH)
+}
+
+#[test]
+fn a_mirror_carries_the_hash_and_the_node_owner_and_nothing_the_apiserver_assigns() {
+    let m = mirror_pod(&static_pod("web-node-a", "h1"), "node-a", "n-uid");
+    let a = m.metadata.annotations.as_ref().unwrap();
+    assert_eq!(a[api::keys::CONFIG_MIRROR], "h1");
+    assert_eq!(a[api::keys::CONFIG_SOURCE], "file");
+    assert_eq!(m.metadata.labels.as_ref().unwrap()["tier"], "control-plane");
+    let owner = &m.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
+        ("Node", "node-a", "n-uid")
+    );
+    assert_eq!(owner.controller, Some(true));
+    assert!(
+        m.metadata.uid.is_none() && m.metadata.resource_version.is_none() && m.status.is_none()
+    );
+    assert_eq!(m.spec.as_ref().unwrap().node_name.as_deref(), Some("node-a"));
+    assert!(is_mirror(&m) && is_mirror_of(&m, &static_pod("web-node-a", "h1")));
+    assert!(!is_mirror_of(&m, &static_pod("web-node-a", "h2")));
+}

@@ -1,0 +1,152 @@
+//! Static pods of a joined kubelet, seen through the API as mirror pods (real containerd,
+//! apiserver-lite, the real kubectl): the mirror appears with the upstream annotation and
+//! owner, carries the static pod's current status, comes back when deleted through the API
+//! while the static pod keeps running, is replaced when the manifest changes, and goes when
+//! the manifest is removed.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::time::Duration;
+
+use e2e::apiserver::ApiServer;
+use e2e::containerd::Containerd;
+use e2e::kubelet::Kubelet;
+use e2e::{eventually, require};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use proto::cri;
+
+const NODE: &str = "node-a";
+const MIRROR: &str = "web-node-a";
+const WAIT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(100);
+const CONFIG_MIRROR: &str = "kubernetes.io/config.mirror";
+const CONFIG_HASH: &str = "kubernetes.io/config.hash";
+const CONFIG_SOURCE: &str = "kubernetes.io/config.source";
+const POD_NAME_LABEL: &str = "io.kubernetes.pod.name";
+
+fn manifest(version: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: kube-system\n  labels:\n    \
+         version: \"{version}\"\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - \
+         name: httpd\n    image: busybox-httpd:1.35\n"
+    )
+}
+
+fn annotation(pod: &Pod, key: &str) -> Option<String> {
+    pod.metadata.annotations.as_ref()?.get(key).cloned()
+}
+
+/// The mirror, once it reports the static pod running and ready.
+fn running_mirror(pod: Option<Pod>) -> Option<Pod> {
+    let pod = pod?;
+    let s = pod.status.as_ref()?;
+    let ready = s.container_statuses.as_ref()?.iter().all(|c| c.ready);
+    (pod.metadata.deletion_timestamp.is_none()
+        && s.phase.as_deref() == Some("Running")
+        && ready
+        && s.pod_ip.is_some())
+    .then_some(pod)
+}
+
+/// The IDs of the running containers of the static pod, from the runtime itself.
+async fn running_containers(cri: &proto::CriClient) -> Vec<String> {
+    let list = cri.list_containers(cri::ListContainersRequest { filter: None }).await.unwrap();
+    let mut ids: Vec<String> = list
+        .containers
+        .into_iter()
+        .filter(|c| c.state == cri::ContainerState::ContainerRunning as i32)
+        .filter(|c| c.labels.get(POD_NAME_LABEL).map(String::as_str) == Some(MIRROR))
+        .map(|c| c.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_pod_is_mirrored_recreated_replaced_and_removed_through_the_api() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let api = ApiServer::start_for_nodes(&[NODE]).unwrap();
+    let containerd = Containerd::start(Default::default()).await.unwrap();
+    containerd.import_test_images().unwrap();
+    let mut kubelet =
+        Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
+    let client = api.admin_client().await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let cri = containerd.client().await.unwrap();
+    let logs = |what: &str| {
+        format!("{what}\nkubelet:\n{}\napiserver:\n{}", kubelet.log_tail(30), api.log_tail(10))
+    };
+    let path = kubelet.write_manifest("web.yaml", &manifest("1")).unwrap();
+
+    // The mirror appears, annotated with the static pod's hash, owned by the Node, and shows
+    // the static pod's current status.
+    let mirror = eventually("mirror pod running", WAIT, POLL, || async {
+        running_mirror(pods.get_opt(MIRROR).await.ok()?)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    let hash = annotation(&mirror, CONFIG_MIRROR).unwrap();
+    assert_eq!(annotation(&mirror, CONFIG_HASH).as_deref(), Some(hash.as_str()));
+    assert_eq!(annotation(&mirror, CONFIG_SOURCE).as_deref(), Some("file"));
+    let node = nodes.get(NODE).await.unwrap();
+    let owner = &mirror.metadata.owner_references.clone().unwrap()[0];
+    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Node", NODE));
+    assert_eq!(Some(&owner.uid), node.metadata.uid.as_ref());
+    assert_ne!(mirror.metadata.uid.as_deref(), Some(hash.as_str()), "the apiserver's own UID");
+    assert_eq!(mirror.spec.as_ref().unwrap().node_name.as_deref(), Some(NODE));
+    let containers = running_containers(&cri).await;
+    assert_eq!(containers.len(), 1, "{containers:?}");
+    let out = api.kubectl(&["get", "pods", "-n", "kube-system"]).unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    let row = table.lines().find(|l| l.starts_with(MIRROR)).unwrap_or_default();
+    assert!(row.contains("1/1") && row.contains("Running"), "{table}");
+
+    // Deleted through the API (kubectl's graceful delete): the kubelet confirms, creates a
+    // new mirror, and the static pod's container keeps running untouched.
+    let out = api.kubectl(&["delete", "pod", MIRROR, "-n", "kube-system"]).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let old_uid = mirror.metadata.uid.clone();
+    let again = eventually("mirror pod recreated", WAIT, POLL, || async {
+        let p = running_mirror(pods.get_opt(MIRROR).await.ok()?)?;
+        (p.metadata.uid != old_uid).then_some(p)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    assert_eq!(annotation(&again, CONFIG_MIRROR).as_deref(), Some(hash.as_str()));
+    assert_eq!(running_containers(&cri).await, containers, "the static pod was not restarted");
+    let restarts = again.status.unwrap().container_statuses.unwrap()[0].restart_count;
+    assert_eq!(restarts, 0);
+
+    // A changed manifest replaces the mirror with one of the new hash.
+    std::fs::write(&path, manifest("2")).unwrap();
+    let replaced = eventually("mirror pod replaced", WAIT, POLL, || async {
+        let p = running_mirror(pods.get_opt(MIRROR).await.ok()?)?;
+        let new_hash = annotation(&p, CONFIG_MIRROR)?;
+        (new_hash != hash && running_containers(&cri).await != containers).then_some(p)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    assert_eq!(replaced.metadata.labels.as_ref().unwrap()["version"], "2");
+    assert_eq!(annotation(&replaced, CONFIG_MIRROR), annotation(&replaced, CONFIG_HASH));
+
+    // A removed manifest: the static pod stops and its mirror goes.
+    std::fs::remove_file(&path).unwrap();
+    eventually("mirror pod deleted", WAIT, POLL, || async {
+        pods.get_opt(MIRROR).await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    eventually("static pod stopped", WAIT, POLL, || async {
+        running_containers(&cri).await.is_empty().then_some(())
+    })
+    .await
+    .unwrap();
+
+    kubelet.stop();
+    let report = containerd.stop().await;
+    assert!(report.is_clean(), "teardown leaked: {report:#?}");
+}
