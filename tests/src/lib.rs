@@ -18,6 +18,7 @@ pub mod kubelet;
 pub mod leaks;
 pub mod registry;
 pub mod require;
+pub mod scheduler;
 
 pub use eventually::eventually;
 
