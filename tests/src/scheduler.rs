@@ -23,11 +23,14 @@ impl Scheduler {
     /// Starts `scheduler --kubeconfig <admin> -v 2` plus `extra` flags (e.g. the
     /// `--leader-elect-*` durations).
     pub fn start(api: &ApiServer, extra: &[&str]) -> anyhow::Result<Self> {
-        Self::start_with_kubeconfig(&api.kubeconfig(), extra)
+        Self::start_with(&api.kubeconfig(), 2, extra)
     }
 
-    pub fn start_with_kubeconfig(
+    /// Starts with any kubeconfig (e.g. one per node's kubelet) and log verbosity (`-v`; the
+    /// benchmark runs at 0 so per-pod lines cost nothing).
+    pub fn start_with(
         kubeconfig: &std::path::Path,
+        verbosity: u8,
         extra: &[&str],
     ) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-scheduler-").tempdir()?;
@@ -35,7 +38,7 @@ impl Scheduler {
         let child = Command::new(crate::workspace_binary("scheduler")?)
             .arg("--kubeconfig")
             .arg(kubeconfig)
-            .args(["-v", "2"])
+            .args(["-v", &verbosity.to_string()])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
@@ -70,6 +73,10 @@ impl Scheduler {
     /// How many pods it logged as bound (`Successfully bound pod to node`, at `-v 2`).
     pub fn bindings(&self) -> usize {
         self.log().matches("Successfully bound pod to node").count()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     pub fn is_running(&mut self) -> bool {
