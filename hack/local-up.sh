@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, starts a private containerd with the offline
-# test images and our kubelet on a copy of examples/manifests (the seed's nginx-pod), waits for
-# the pod to serve HTTP, and prints how to look at it. Ctrl-C stops everything and removes what
-# it created. Pass --once to tear down right after the pod is up.
+# The main job: a one-node cluster on this machine. Installs what is missing, builds, fetches the
+# real kubectl, and starts a private containerd with the offline test images, apiserver-lite
+# (SQLite, TLS), the scheduler and our kubelet (joined, with a copy of examples/manifests as its
+# static pods); then runs the seed's flow, `kubectl create -f examples/manifests/nginx-pod.yaml`,
+# until `nginx-pod 1/1 Running` serves HTTP, and prints what to try. Ctrl-C stops everything and
+# removes what it created. Pass --once to tear down right after the pod is up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,5 +13,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 hack/install-deps.sh
-cargo build --locked --release -p kubelet -p e2e --bin kubelet --bin local-up
+hack/fetch-kubectl.sh >/dev/null
+cargo build --locked --release -p kubelet -p apiserver-lite -p scheduler -p e2e \
+  --bin kubelet --bin apiserver-lite --bin scheduler --bin local-up
 exec target/release/local-up "$@"

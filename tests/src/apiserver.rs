@@ -37,6 +37,11 @@ impl ApiServer {
     /// Starts with extra flags (e.g. `--token-auth-file`).
     pub fn start_with(extra: &[&str]) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-apiserver-").tempdir()?;
+        Self::start_in(dir, extra)
+    }
+
+    /// Starts with its data and PKI under `dir` (removed when it is dropped).
+    fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> anyhow::Result<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let mut me = Self {
             dir,
@@ -52,16 +57,16 @@ impl ApiServer {
     /// Starts with a bearer token for each node (`system:node:<name>` in `system:nodes`), for
     /// [`node_kubeconfig`](Self::node_kubeconfig).
     pub fn start_for_nodes(nodes: &[&str]) -> anyhow::Result<Self> {
-        let tokens = tempfile::Builder::new().prefix("e2e-tokens-").tempfile()?;
+        let dir = tempfile::Builder::new().prefix("e2e-apiserver-").tempdir()?;
+        let tokens = dir.path().join("tokens.csv");
         let csv: String = nodes
             .iter()
             .enumerate()
             .map(|(i, n)| format!("token-{n},system:node:{n},{},system:nodes\n", 5000 + i))
             .collect();
-        std::fs::write(tokens.path(), csv)?;
-        let (_, path) = tokens.keep()?;
-        let path = path.to_string_lossy().into_owned();
-        Self::start_with(&["--token-auth-file", &path])
+        std::fs::write(&tokens, csv)?;
+        let path = tokens.to_string_lossy().into_owned();
+        Self::start_in(dir, &["--token-auth-file", &path])
     }
 
     /// A kubeconfig that authenticates as `system:node:<node>` (see `start_for_nodes`).

@@ -1,4 +1,5 @@
-//! The README's main-job command runs (the `local-up` binary behind `hack/local-up.sh`).
+//! The README's main-job command runs (the `local-up` binary behind `hack/local-up.sh`): a
+//! one-node cluster where the seed's `kubectl create -f` flow ends in `nginx-pod 1/1 Running`.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -7,7 +8,7 @@ use std::process::Command;
 use e2e::require;
 
 #[test]
-fn local_up_runs_the_example_nginx_pod_through_the_kubelet_and_cleans_up() {
+fn local_up_runs_the_seed_flow_on_a_one_node_cluster_and_cleans_up() {
     if !require::real_runtime(require::CONTAINERD_TOOLS) {
         return;
     }
@@ -18,7 +19,20 @@ fn local_up_runs_the_example_nginx_pod_through_the_kubelet_and_cleans_up() {
         "local-up failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("pod nginx-pod-local-node is Running on 10."), "{stdout}");
+    assert!(stdout.contains("pod/nginx-pod created"), "{stdout}");
+    let row =
+        |name: &str| stdout.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
+    let seed = row("nginx-pod ");
+    assert!(
+        seed.contains("1/1") && seed.contains("Running") && seed.contains("local-node"),
+        "{stdout}"
+    );
+    let mirror = row("nginx-pod-local-node ");
+    assert!(
+        mirror.contains("1/1") && mirror.contains("Running"),
+        "the static pod's mirror: {stdout}"
+    );
+    assert!(stdout.contains("scheduled to local-node, is Running on 10."), "{stdout}");
     assert!(stdout.contains("It works"), "the page it serves: {stdout}");
     assert!(stdout.contains("nothing left behind"), "{stdout}");
 }

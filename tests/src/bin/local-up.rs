@@ -1,35 +1,119 @@
-//! `local-up`: the main job of `hack/local-up.sh`. Starts a private containerd with the offline
-//! test images and our kubelet on a copy of `examples/manifests` (the seed's `nginx-pod`), waits
-//! for the pod to serve, prints how to look at everything, and keeps it all up until Ctrl-C
-//! (with `--once`, tears down right away). Later issues add the control plane.
+//! `local-up`: the main job of `hack/local-up.sh`. A one-node cluster on this machine: a private
+//! containerd with the offline test images, apiserver-lite (SQLite, TLS, a fresh PKI), the
+//! scheduler, and our kubelet joined to it with a copy of `examples/manifests` as its static
+//! pods. Then the seed's flow: `kubectl create -f examples/manifests/nginx-pod.yaml` → scheduled
+//! → `nginx-pod 1/1 Running`, serving HTTP. Prints how to look at everything and keeps it up
+//! until Ctrl-C (with `--once`, tears down right away).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use e2e::apiserver::ApiServer;
 use e2e::containerd::Containerd;
 use e2e::kubelet::Kubelet;
 use e2e::registry::http_get;
+use e2e::scheduler::Scheduler;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
 use tokio::signal::unix::{SignalKind, signal};
 
-/// The read-only port local-up asks for (upstream's conventional 10255), if free.
-const READ_ONLY_PORT: u16 = 10255;
 const NODE: &str = "local-node";
+const WAIT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(100);
 
-fn examples_dir() -> std::path::PathBuf {
+fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/manifests")
 }
 
-async fn bring_up(containerd: &Containerd) -> anyhow::Result<Kubelet> {
+/// Everything local-up started; dropped in reverse order of start.
+struct Cluster {
+    kubelet: Kubelet,
+    scheduler: Scheduler,
+    api: ApiServer,
+}
+
+async fn bring_up(containerd: &Containerd) -> anyhow::Result<Cluster> {
     containerd.import_test_images()?;
-    let port =
-        std::net::TcpListener::bind(("127.0.0.1", READ_ONLY_PORT)).ok().map(|_| READ_ONLY_PORT);
-    let kubelet = Kubelet::start_with(containerd, NODE, port)?;
+    let api = ApiServer::start_for_nodes(&[NODE]).context("start apiserver-lite")?;
+    let scheduler = Scheduler::start(&api, &[]).context("start the scheduler")?;
+    let kubelet = Kubelet::start_joined(containerd, NODE, &api.node_kubeconfig(NODE)?)?;
     for entry in std::fs::read_dir(examples_dir()).context("examples/manifests")? {
         let entry = entry?;
         std::fs::copy(entry.path(), kubelet.manifests().join(entry.file_name()))?;
     }
-    Ok(kubelet)
+    Ok(Cluster { kubelet, scheduler, api })
+}
+
+/// The pod once it is Running with every container ready and an IP.
+fn running(pod: Pod) -> Option<(Pod, String)> {
+    let s = pod.status.as_ref()?;
+    let ready = s.container_statuses.as_ref()?.iter().all(|c| c.ready);
+    let ip = s.pod_ip.clone()?;
+    (s.phase.as_deref() == Some("Running") && ready).then_some((pod, ip))
+}
+
+/// The seed's flow through the API, and what the user sees of it.
+async fn seed_flow(c: &Cluster) -> anyhow::Result<()> {
+    let client = c.api.admin_client().await?;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let manifest = examples_dir().join("nginx-pod.yaml");
+    let out = c.api.kubectl(&["create", "-f", &manifest.display().to_string()])?;
+    anyhow::ensure!(
+        out.status.success(),
+        "kubectl create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    print!(
+        "$ kubectl create -f examples/manifests/nginx-pod.yaml\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let (pod, ip) = e2e::eventually("nginx-pod Running 1/1", WAIT, POLL, || async {
+        running(pods.get("nginx-pod").await.ok()?)
+    })
+    .await?;
+    let mirror = format!("nginx-pod-{NODE}");
+    e2e::eventually("the static pod's mirror Running", WAIT, POLL, || async {
+        running(pods.get(&mirror).await.ok()?)
+    })
+    .await?;
+    let out = c.api.kubectl(&["get", "pods", "-o", "wide"])?;
+    print!("$ kubectl get pods -o wide\n{}", String::from_utf8_lossy(&out.stdout));
+    let page = match ip.parse() {
+        Ok(ip) => http_get(std::net::SocketAddr::new(ip, 80), "/", Duration::from_secs(2))
+            .map(|(_, b)| b)
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    let node = pod.spec.and_then(|s| s.node_name).unwrap_or_default();
+    println!(
+        "pod nginx-pod was scheduled to {node}, is Running on {ip}; it serves: {}",
+        page.trim()
+    );
+    Ok(())
+}
+
+fn print_help(containerd: &Containerd, c: &Cluster) {
+    let kubectl = e2e::apiserver::kubectl_binary()
+        .map_or_else(|_| "kubectl".to_string(), |p| p.display().to_string());
+    let sock = containerd.endpoint().path().display().to_string();
+    println!(
+        "\napiserver-lite: https://127.0.0.1:{} (SQLite under {})",
+        c.api.port(),
+        c.api.dir().display()
+    );
+    println!("kubelet:        node {NODE}, static pods from {}", c.kubelet.manifests().display());
+    println!("containerd:     {}", containerd.endpoint());
+    println!("\nTry:");
+    println!("  export KUBECONFIG={}", c.api.kubeconfig().display());
+    println!("  {kubectl} get nodes,pods -A -o wide");
+    println!("  {kubectl} run web --image=busybox-httpd:1.35 --port=80");
+    println!(
+        "  {kubectl} delete pod nginx-pod-{NODE}    # a mirror pod: the kubelet brings it back"
+    );
+    println!("  {kubectl} get events");
+    println!("  ctr --address {sock} -n k8s.io containers ls");
+    println!("  drop manifests into {}", c.kubelet.manifests().display());
 }
 
 #[tokio::main]
@@ -37,70 +121,43 @@ async fn main() -> anyhow::Result<()> {
     let once = std::env::args().any(|a| a == "--once");
     let containerd =
         Containerd::start(Default::default()).await.context("start a private containerd")?;
-    let kubelet = match bring_up(&containerd).await {
-        Ok(k) => k,
+    let cluster = match bring_up(&containerd).await {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("local-up failed: {e:#}\ncontainerd log:\n{}", containerd.log_tail(20));
             containerd.stop().await;
             std::process::exit(1);
         }
     };
-    let name = format!("nginx-pod-{NODE}");
-    println!("containerd: {}", containerd.endpoint());
-    println!("kubelet:    node {NODE}, read-only API on 127.0.0.1:{}", kubelet.port());
-    let pod = e2e::eventually(
-        "nginx-pod running",
-        Duration::from_secs(60),
-        Duration::from_millis(100),
-        || kubelet.running(&name),
-    )
-    .await;
-    let pod = match pod {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("local-up failed: {e}\nkubelet log:\n{}", kubelet.log_tail(30));
-            drop(kubelet);
-            containerd.stop().await;
-            std::process::exit(1);
-        }
-    };
-    let ip = pod["status"]["podIP"].as_str().unwrap_or_default().to_string();
-    let page = match ip.parse() {
-        Ok(ip) => http_get(std::net::SocketAddr::new(ip, 80), "/", Duration::from_secs(2))
-            .map(|(_, b)| b)
-            .unwrap_or_default(),
-        Err(_) => String::new(),
-    };
-    println!("pod {name} is Running on {ip}; it serves: {}", page.trim());
-    let sock = containerd.endpoint().path().display().to_string();
-    println!("\nTry:");
-    println!(
-        "  curl -s http://127.0.0.1:{}/pods             # the kubelet's PodList",
-        kubelet.port()
-    );
-    println!(
-        "  curl -s http://127.0.0.1:{}/manifests        # what each manifest file became",
-        kubelet.port()
-    );
-    println!("  curl http://{ip}/");
-    println!("  crictl --runtime-endpoint unix://{sock} pods   # where crictl is installed");
-    println!("  ctr --address {sock} -n k8s.io containers ls");
-    println!("  drop manifests into {}", kubelet.manifests().display());
-    let code = if once {
-        0
-    } else {
-        println!("\nCtrl-C stops the kubelet, the pods and containerd, and removes everything.");
+    if let Err(e) = seed_flow(&cluster).await {
+        eprintln!(
+            "local-up failed: {e:#}\nkubelet log:\n{}\nscheduler log:\n{}\napiserver log:\n{}",
+            cluster.kubelet.log_tail(30),
+            cluster.scheduler.log_tail(10),
+            cluster.api.log_tail(10)
+        );
+        drop(cluster);
+        containerd.stop().await;
+        std::process::exit(1);
+    }
+    print_help(&containerd, &cluster);
+    if !once {
+        println!(
+            "\nCtrl-C stops the kubelet, the pods, the scheduler, the apiserver and containerd, and removes everything."
+        );
         let mut term = signal(SignalKind::terminate())?;
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         }
-        0
-    };
+    }
     println!("stopping");
+    let Cluster { kubelet, scheduler, api } = cluster;
     drop(kubelet);
+    drop(scheduler);
+    drop(api);
     let report = containerd.stop().await;
     anyhow::ensure!(report.is_clean(), "teardown left {report:#?}");
     println!("stopped; nothing left behind");
-    std::process::exit(code);
+    Ok(())
 }
