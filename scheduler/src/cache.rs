@@ -186,13 +186,53 @@ pub enum CacheError {
     AlreadyCached { pod: PodKey, node: String },
 }
 
+/// Every `NodeInfo` in one vector (filtering walks it without hashing), indexed by name.
+#[derive(Debug, Default)]
+struct NodeTable {
+    infos: Vec<NodeInfo>,
+    index: HashMap<String, usize>,
+}
+
+impl NodeTable {
+    fn get(&self, name: &str) -> Option<&NodeInfo> {
+        self.index.get(name).map(|i| &self.infos[*i])
+    }
+
+    fn get_mut(&mut self, name: &str) -> Option<&mut NodeInfo> {
+        self.index.get(name).map(|i| &mut self.infos[*i])
+    }
+
+    /// The slot of `name`, created empty (no Node object yet) when missing.
+    fn slot(&mut self, name: &str) -> usize {
+        if let Some(i) = self.index.get(name) {
+            return *i;
+        }
+        self.infos.push(NodeInfo::new(name));
+        self.index.insert(name.to_string(), self.infos.len() - 1);
+        self.infos.len() - 1
+    }
+
+    /// Removes `name`; returns `(from, to)` when the last slot moved into its place.
+    fn remove(&mut self, name: &str) -> Option<(usize, usize)> {
+        let i = self.index.remove(name)?;
+        self.infos.swap_remove(i);
+        let last = self.infos.len();
+        if i == last {
+            return None;
+        }
+        let moved = self.infos[i].name.clone();
+        self.index.insert(moved, i);
+        Some((last, i))
+    }
+}
+
 /// Nodes, and pods bound or assumed to them.
 #[derive(Debug, Default)]
 pub struct Cache {
-    nodes: HashMap<String, NodeInfo>,
-    /// Names of nodes that have a Node object, in the order they arrived: the order filtering
+    nodes: NodeTable,
+    /// Slots of nodes that have a Node object, in the order they arrived: the order filtering
     /// walks them in (round robin from where the last cycle stopped).
-    order: Vec<String>,
+    order: Vec<usize>,
     pods: HashMap<String, PodState>,
 }
 
@@ -211,39 +251,46 @@ impl Cache {
     /// change to labels, taints, unschedulable or allocatable).
     pub fn add_node(&mut self, node: Arc<Node>) -> bool {
         let name = node.metadata.name.clone().unwrap_or_default();
-        match self.nodes.get_mut(&name) {
-            Some(info) => {
-                let relevant = match &info.node {
-                    Some(old) => scheduling_relevant(old, &node),
-                    None => {
-                        self.order.push(name.clone());
-                        true
-                    }
-                };
-                info.set_node(node);
-                relevant
-            }
+        let slot = self.nodes.slot(&name);
+        let info = &mut self.nodes.infos[slot];
+        let relevant = match &info.node {
+            Some(old) => scheduling_relevant(old, &node),
             None => {
-                self.nodes.insert(name.clone(), NodeInfo::with_node(node));
-                self.order.push(name);
+                self.order.push(slot);
                 true
             }
-        }
+        };
+        info.set_node(node);
+        relevant
     }
 
     pub fn remove_node(&mut self, name: &str) {
-        self.order.retain(|n| n != name);
-        if let Some(info) = self.nodes.get_mut(name) {
-            info.node = None;
-            if info.pods.is_empty() {
-                self.nodes.remove(name);
+        let Some(slot) = self.nodes.index.get(name).copied() else { return };
+        self.order.retain(|i| *i != slot);
+        let info = &mut self.nodes.infos[slot];
+        info.node = None;
+        if info.pods.is_empty() {
+            self.drop_slot(name);
+        }
+    }
+
+    fn drop_slot(&mut self, name: &str) {
+        if let Some((from, to)) = self.nodes.remove(name) {
+            for i in self.order.iter_mut().filter(|i| **i == from) {
+                *i = to;
             }
         }
     }
 
     /// Drops nodes not in `keep` (after a relist).
     pub fn retain_nodes(&mut self, keep: &HashSet<String>) {
-        let gone: Vec<String> = self.order.iter().filter(|n| !keep.contains(*n)).cloned().collect();
+        let gone: Vec<String> = self
+            .order
+            .iter()
+            .map(|i| &self.nodes.infos[*i].name)
+            .filter(|n| !keep.contains(*n))
+            .cloned()
+            .collect();
         for n in gone {
             self.remove_node(&n);
         }
@@ -256,7 +303,7 @@ impl Cache {
 
     /// The `i`th node in filtering order.
     pub fn node_at(&self, i: usize) -> Option<&NodeInfo> {
-        self.order.get(i).and_then(|n| self.nodes.get(n))
+        self.order.get(i).map(|slot| &self.nodes.infos[*slot])
     }
 
     pub fn node(&self, name: &str) -> Option<&NodeInfo> {
@@ -277,7 +324,8 @@ impl Cache {
             return Err(CacheError::AlreadyCached { pod: pod.key, node: s.node.clone() });
         }
         self.pods.insert(pod.uid.clone(), PodState { node: node.to_string(), assumed: true });
-        self.nodes.entry(node.to_string()).or_insert_with(|| NodeInfo::new(node)).add_pod(pod);
+        let slot = self.nodes.slot(node);
+        self.nodes.infos[slot].add_pod(pod);
         Ok(())
     }
 
@@ -296,7 +344,8 @@ impl Cache {
             self.remove_pod(&pod.uid);
         }
         self.pods.insert(pod.uid.clone(), PodState { node: node.to_string(), assumed: false });
-        self.nodes.entry(node.to_string()).or_insert_with(|| NodeInfo::new(node)).add_pod(pod);
+        let slot = self.nodes.slot(node);
+        self.nodes.infos[slot].add_pod(pod);
     }
 
     /// Removes a pod (deleted, or finished: terminal pods hold no resources).
@@ -305,7 +354,7 @@ impl Cache {
         if let Some(info) = self.nodes.get_mut(&state.node) {
             info.remove_pod(uid);
             if info.node.is_none() && info.pods.is_empty() {
-                self.nodes.remove(&state.node);
+                self.drop_slot(&state.node);
             }
         }
         true
@@ -452,6 +501,27 @@ pub(crate) mod tests {
         bigger.metadata.labels = Some([("disk".to_string(), "ssd".to_string())].into());
         assert!(c.add_node(Arc::new(bigger)));
         assert_eq!(c.node_count(), 1);
+    }
+
+    #[test]
+    fn removing_a_node_keeps_the_others_in_order_and_findable() {
+        let mut c = Cache::default();
+        for n in ["a", "b", "c", "d"] {
+            c.add_node(Arc::new(node(n, "4", "8Gi", "110")));
+        }
+        c.add_pod(info(pod("on-ghost", "1", "")), "ghost");
+        c.remove_node("b");
+        let names: Vec<&str> =
+            (0..c.node_count()).filter_map(|i| c.node_at(i)).map(|n| n.name.as_str()).collect();
+        assert_eq!(names, vec!["a", "c", "d"]);
+        c.add_pod(info(pod("p", "1", "")), "d");
+        assert_eq!(c.node("d").map(|n| n.requested.milli_cpu), Some(1000));
+        assert_eq!(c.node_at(2).map(|n| n.requested.milli_cpu), Some(1000));
+        c.remove_pod("uid-on-ghost");
+        assert!(c.node("ghost").is_none());
+        assert_eq!(c.node_at(2).map(|n| n.name.as_str()), Some("d"));
+        assert!(c.add_node(Arc::new(node("b", "4", "8Gi", "110"))));
+        assert_eq!(c.node_at(3).map(|n| n.name.as_str()), Some("b"));
     }
 
     #[test]

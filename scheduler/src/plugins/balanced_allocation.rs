@@ -10,17 +10,25 @@ pub const NAME: &str = "NodeResourcesBalancedAllocation";
 
 /// Upstream's `balancedResourceScorer` for cpu and memory.
 pub fn balanced(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let fractions: Vec<f64> = requested
-        .iter()
-        .zip(allocatable)
-        .filter(|(_, a)| **a != 0)
-        .map(|(r, a)| (*r as f64 / *a as f64).min(1.0))
-        .collect();
-    let std = match fractions.as_slice() {
-        [a, b] => ((a - b) / 2.0).abs(),
-        f if f.len() > 2 => {
-            let mean = f.iter().sum::<f64>() / f.len() as f64;
-            (f.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / f.len() as f64).sqrt()
+    // Fractions of the resources the node has, capped at 1, without allocating (this runs for
+    // every feasible node of every cycle).
+    let fractions = || {
+        requested
+            .iter()
+            .zip(allocatable)
+            .filter(|(_, a)| **a != 0)
+            .map(|(r, a)| (*r as f64 / *a as f64).min(1.0))
+    };
+    let n = fractions().count();
+    let std = match n {
+        2 => {
+            let mut f = fractions();
+            let (a, b) = (f.next().unwrap_or(0.0), f.next().unwrap_or(0.0));
+            ((a - b) / 2.0).abs()
+        }
+        n if n > 2 => {
+            let mean = fractions().sum::<f64>() / n as f64;
+            (fractions().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64).sqrt()
         }
         _ => 0.0,
     };
