@@ -170,6 +170,15 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             child.clone(),
         ));
     }
+    let kubelet_port = server::secure::start(
+        &config,
+        state.clone(),
+        runtime.clone(),
+        host_ip.as_deref(),
+        &tasks,
+        child.clone(),
+    )
+    .await?;
     if config.healthz_port != 0 {
         let addr = SocketAddr::new(config.healthz_bind_address, config.healthz_port);
         let listener = server::bind(addr).await?;
@@ -186,7 +195,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
                 internal_ip: host_ip.clone(),
                 max_pods: config.max_pods,
                 runtime_version: format!("{}://{}", v.runtime_name, v.runtime_version),
-                kubelet_port: 0,
+                kubelet_port,
             },
             machine,
             readings: ReadingSource { root: "/".into(), kubelet_dir: config.root_dir.clone() },

@@ -9,7 +9,7 @@
 //! - [`pleg`]: relisting the runtime into pod lifecycle events.
 //! - [`mirror`]: mirror pods, the apiserver's reflection of static pods.
 //! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
-//! - [`server`]: the read-only HTTP API.
+//! - [`server`]: the HTTP APIs: read-only, and the secure one (logs, exec).
 //! - [`node_status`]: the Node object: registration and status.
 //! - [`nodelease`]: the node's heartbeat Lease.
 //! - [`cm`]: pod cgroups.
@@ -45,4 +45,6 @@ pub enum KubeletError {
     Client { path: std::path::PathBuf, source: kube::Error },
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("kubelet API: {0}")]
+    Secure(#[from] server::secure::SecureError),
 }

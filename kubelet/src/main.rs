@@ -35,9 +35,27 @@ struct Args {
     /// The healthz port (0 disables it).
     #[arg(long)]
     healthz_port: Option<u16>,
-    /// The address the read-only API listens on.
+    /// The address the kubelet API and the read-only API listen on.
     #[arg(long)]
     address: Option<std::net::IpAddr>,
+    /// The kubelet API's port (TLS; logs and exec; 0 disables it).
+    #[arg(long)]
+    port: Option<u16>,
+    /// The kubelet API's serving certificate (default: self-signed in --cert-dir).
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    /// The key of --tls-cert-file.
+    #[arg(long)]
+    tls_private_key_file: Option<PathBuf>,
+    /// Where the self-signed serving certificate is kept (default: <root-dir>/pki).
+    #[arg(long)]
+    cert_dir: Option<PathBuf>,
+    /// The CA whose client certificates may call the kubelet API (the apiserver's).
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// Serve kubelet API requests that carry no verified client certificate.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    anonymous_auth: Option<bool>,
     /// The cgroup under which pod cgroups are created.
     #[arg(long)]
     cgroup_root: Option<String>,
@@ -89,6 +107,22 @@ async fn main() -> anyhow::Result<()> {
     }
     flag!(hostname_override => node_name, container_runtime_endpoint => container_runtime_endpoint, root_dir => root_dir);
     flag!(read_only_port => read_only_port, healthz_port => healthz_port, address => address, cgroup_root => cgroup_root);
+    if let Some(p) = args.port {
+        config.port = p;
+    }
+    for (arg, field) in [
+        (&args.tls_cert_file, &mut config.tls_cert_file),
+        (&args.tls_private_key_file, &mut config.tls_private_key_file),
+        (&args.cert_dir, &mut config.cert_dir),
+        (&args.client_ca_file, &mut config.client_ca_file),
+    ] {
+        if let Some(p) = arg {
+            *field = Some(p.clone());
+        }
+    }
+    if let Some(a) = args.anonymous_auth {
+        config.anonymous_auth = a;
+    }
     config.kubeconfig = args.kubeconfig.clone();
     config.node_ip = args.node_ip;
     if let Some(p) = args.pod_manifest_path.clone() {

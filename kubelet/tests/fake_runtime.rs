@@ -61,6 +61,7 @@ impl Node {
             cgroup_root: "/kubelet-rs-test".into(),
             address: [127, 0, 0, 1].into(),
             read_only_port: port,
+            port: 0,
             healthz_port: 0,
             file_check_frequency: Duration::from_secs(60),
             ..KubeletConfig::default()

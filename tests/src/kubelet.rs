@@ -1,6 +1,6 @@
 //! The kubelet binary as a process, configured against a harness containerd: its own manifest,
-//! state and log directories, a cgroup root under the harness's, and the read-only API on a
-//! loopback port.
+//! state and log directories, a cgroup root under the harness's, the read-only API and the
+//! secure kubelet API (logs, exec) on loopback ports of their own.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,6 +27,7 @@ pub fn kubelet_binary() -> anyhow::Result<PathBuf> {
 pub struct Kubelet {
     dir: PathBuf,
     port: u16,
+    secure_port: u16,
     child: Option<Child>,
     binary: PathBuf,
     node: String,
@@ -47,13 +48,18 @@ impl Kubelet {
         Self::start_with(containerd, node, None)
     }
 
-    /// Starts a kubelet named `node` that joins the apiserver of `kubeconfig`.
+    /// Starts a kubelet named `node` that joins the apiserver of `kubeconfig`. Its API trusts
+    /// client certificates from the CA the kubeconfig trusts (the cluster CA, as kubeadm sets
+    /// it up), so the apiserver's kubelet client certificate reaches logs and exec.
     pub fn start_joined(
         containerd: &Containerd,
         node: &str,
         kubeconfig: &std::path::Path,
     ) -> anyhow::Result<Self> {
-        let extra = vec!["--kubeconfig".to_string(), kubeconfig.display().to_string()];
+        let mut extra = vec!["--kubeconfig".to_string(), kubeconfig.display().to_string()];
+        if let Some(ca) = kubeconfig_ca(kubeconfig)? {
+            extra.extend(["--client-ca-file".to_string(), ca.display().to_string()]);
+        }
         Self::start_full(containerd, node, None, extra)
     }
 
@@ -88,6 +94,7 @@ impl Kubelet {
         let mut me = Self {
             dir,
             port: port.unwrap_or(0),
+            secure_port: free_port()?,
             child: None,
             binary,
             node: node.to_string(),
@@ -109,6 +116,7 @@ impl Kubelet {
             .arg("--config")
             .arg(self.dir.join("kubelet.yaml"))
             .args(["--hostname-override", &self.node, "--read-only-port", &self.port.to_string()])
+            .args(["--port", &self.secure_port.to_string()])
             .arg("--root-dir")
             .arg(self.dir.join("root"))
             .args(&self.extra)
@@ -125,6 +133,16 @@ impl Kubelet {
     /// The read-only API port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The secure kubelet API's port (TLS; the node's `daemonEndpoints.kubeletEndpoint`).
+    pub fn secure_port(&self) -> u16 {
+        self.secure_port
+    }
+
+    /// The kubelet's state directory (`--root-dir`; its self-signed certificate is in `pki/`).
+    pub fn root_dir(&self) -> PathBuf {
+        self.dir.join("root")
     }
 
     pub fn manifests(&self) -> PathBuf {
@@ -204,6 +222,23 @@ impl Kubelet {
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
+}
+
+/// The CA file a kubeconfig's current cluster trusts (written next to it when inline).
+fn kubeconfig_ca(path: &std::path::Path) -> anyhow::Result<Option<PathBuf>> {
+    let kc = kube::config::Kubeconfig::read_from(path)?;
+    let Some(cluster) = kc.clusters.first().and_then(|c| c.cluster.as_ref()) else {
+        return Ok(None);
+    };
+    if let Some(file) = &cluster.certificate_authority {
+        return Ok(Some(PathBuf::from(file)));
+    }
+    let Some(data) = &cluster.certificate_authority_data else { return Ok(None) };
+    use base64::Engine;
+    let pem = base64::engine::general_purpose::STANDARD.decode(data.trim())?;
+    let ca = path.with_extension("ca.crt");
+    std::fs::write(&ca, pem)?;
+    Ok(Some(ca))
 }
 
 impl Drop for Kubelet {

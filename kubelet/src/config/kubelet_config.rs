@@ -15,7 +15,6 @@ use super::duration::GoDuration;
 
 /// Upstream's `KubeletConfiguration` fields this kubelet does not act on yet (accepted, logged).
 const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
-    "authentication",
     "authorization",
     "clusterDNS",
     "clusterDomain",
@@ -38,8 +37,6 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "kubeAPIBurst",
     "rotateCertificates",
     "serverTLSBootstrap",
-    "tlsCertFile",
-    "tlsPrivateKeyFile",
     "tlsCipherSuites",
     "tlsMinVersion",
     "staticPodURL",
@@ -105,9 +102,34 @@ pub struct KubeletConfigFile {
     pub node_status_update_frequency: Option<GoDuration>,
     pub node_status_report_frequency: Option<GoDuration>,
     pub node_lease_duration_seconds: Option<u32>,
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_private_key_file: Option<PathBuf>,
+    pub authentication: Option<AuthenticationFile>,
     /// Everything else: upstream fields we do not implement, and unknown ones.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
+}
+
+/// `authentication`: who may call the kubelet API on `port`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthenticationFile {
+    pub x509: Option<X509File>,
+    pub anonymous: Option<EnabledFile>,
+    /// Webhook token authentication (TokenReview) is not implemented; its setting is accepted.
+    pub webhook: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct X509File {
+    #[serde(rename = "clientCAFile")]
+    pub client_ca_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct EnabledFile {
+    pub enabled: Option<bool>,
 }
 
 /// The effective configuration, defaults filled in.
@@ -142,6 +164,18 @@ pub struct KubeletConfig {
     pub node_status_report_frequency: Duration,
     /// The node lease's duration; it is renewed every quarter of it.
     pub node_lease_duration_seconds: u32,
+    /// The kubelet API's serving certificate and key (`tlsCertFile`, `tlsPrivateKeyFile`);
+    /// absent, a self-signed one in `cert_dir`.
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Where the self-signed certificate lives (`--cert-dir`; default `<root_dir>/pki`).
+    pub cert_dir: Option<PathBuf>,
+    /// The CA that signs client certificates for the kubelet API
+    /// (`authentication.x509.clientCAFile`, `--client-ca-file`).
+    pub client_ca_file: Option<PathBuf>,
+    /// Whether requests without a verified client certificate are served
+    /// (`authentication.anonymous.enabled`, `--anonymous-auth`; upstream's config default: no).
+    pub anonymous_auth: bool,
 }
 
 impl Default for KubeletConfig {
@@ -171,6 +205,11 @@ impl Default for KubeletConfig {
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(5 * 60),
             node_lease_duration_seconds: 40,
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            cert_dir: None,
+            client_ca_file: None,
+            anonymous_auth: false,
         }
     }
 }
@@ -217,6 +256,9 @@ impl KubeletConfigFile {
 
     pub fn notes(&self) -> ConfigNotes {
         let mut notes = ConfigNotes::default();
+        if self.authentication.as_ref().is_some_and(|a| a.webhook.is_some()) {
+            notes.accepted_not_implemented.push("authentication.webhook".into());
+        }
         for key in self.other.keys() {
             if ACCEPTED_NOT_IMPLEMENTED.contains(&key.as_str()) {
                 notes.accepted_not_implemented.push(key.clone());
@@ -238,6 +280,20 @@ impl KubeletConfigFile {
         take!(container_runtime_endpoint, pod_logs_dir, max_pods, cgroup_root, cgroups_per_qos);
         take!(address, port, read_only_port, healthz_port, healthz_bind_address, cgroup_driver);
         take!(node_lease_duration_seconds);
+        if let Some(p) = &self.tls_cert_file {
+            c.tls_cert_file = Some(p.clone());
+        }
+        if let Some(p) = &self.tls_private_key_file {
+            c.tls_private_key_file = Some(p.clone());
+        }
+        if let Some(a) = &self.authentication {
+            if let Some(ca) = a.x509.as_ref().and_then(|x| x.client_ca_file.clone()) {
+                c.client_ca_file = Some(ca);
+            }
+            if let Some(enabled) = a.anonymous.as_ref().and_then(|x| x.enabled) {
+                c.anonymous_auth = enabled;
+            }
+        }
         for (field, target) in [
             (self.file_check_frequency, &mut c.file_check_frequency),
             (self.sync_frequency, &mut c.sync_frequency),
@@ -274,6 +330,9 @@ impl KubeletConfig {
                 "nodeStatusUpdateFrequency/nodeLeaseDurationSeconds",
                 "must be positive",
             );
+        }
+        if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
+            return invalid("tlsCertFile/tlsPrivateKeyFile", "set both or neither");
         }
         if !self.cgroup_root.starts_with('/') {
             return invalid("cgroupRoot", "must be an absolute cgroup path");
@@ -313,7 +372,8 @@ someTypoField: true
         assert_eq!((c.max_pods, c.read_only_port), (30, 10255));
         assert_eq!(c.container_runtime_endpoint, "unix:///run/containerd/containerd.sock");
         let notes = file.notes();
-        assert_eq!(notes.accepted_not_implemented, ["authentication", "clusterDNS"]);
+        assert_eq!(notes.accepted_not_implemented, ["authentication.webhook", "clusterDNS"]);
+        assert!(!c.anonymous_auth && c.client_ca_file.is_none());
         assert_eq!(notes.unknown, ["someTypoField"]);
         c.validate().unwrap();
     }
@@ -332,6 +392,22 @@ someTypoField: true
         assert!(err.to_string().contains("kubelet.yaml"), "{err}");
         let err = KubeletConfigFile::parse(p, "cgroupDriver: systemd\n").unwrap_err();
         assert!(err.to_string().contains("systemd"), "{err}");
+    }
+
+    #[test]
+    fn reads_the_kubelet_apis_tls_and_authentication() {
+        let text = "port: 10350\ntlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  anonymous:\n    enabled: true\n";
+        let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
+        let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+        file.apply(&mut c);
+        assert_eq!(c.port, 10350);
+        assert_eq!(c.client_ca_file.as_deref(), Some(Path::new("/pki/ca.crt")));
+        assert!(c.anonymous_auth);
+        assert!(file.notes().accepted_not_implemented.is_empty());
+        c.validate().unwrap();
+        c.tls_private_key_file = None;
+        let err = c.validate().unwrap_err();
+        assert!(err.to_string().contains("tlsCertFile"), "{err}");
     }
 
     #[test]

@@ -6,12 +6,14 @@
 //! - [`sandbox`] and [`container`]: CRI configs from the pod spec.
 //! - [`images`]: pulls by pull policy with ImagePullBackOff.
 //!
-//! [`backoff`] counts CrashLoopBackOff; [`volumes`] prepares emptyDir and hostPath.
+//! [`backoff`] counts CrashLoopBackOff; [`volumes`] prepares emptyDir and hostPath; [`logs`]
+//! reads container logs in the CRI format.
 
 pub mod actions;
 pub mod backoff;
 pub mod container;
 pub mod images;
+pub mod logs;
 pub mod sandbox;
 pub mod status;
 pub mod sync;

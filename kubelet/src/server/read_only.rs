@@ -3,7 +3,6 @@
 //! pod directory: accepted, rejected, ignored, duplicate or being written, with the reason) and
 //! `GET /events` (the local event list).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Json;
@@ -12,7 +11,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
 use crate::config::file::ManifestReport;
 use crate::events::Recorder;
@@ -27,7 +25,7 @@ pub struct ServerState {
     pub pleg: Arc<PlegHealth>,
 }
 
-async fn pods(State(s): State<ServerState>) -> Response {
+pub(super) async fn pods(State(s): State<ServerState>) -> Response {
     let mut items = s.statuses.pods();
     items.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
@@ -36,7 +34,7 @@ async fn pods(State(s): State<ServerState>) -> Response {
     Json(list).into_response()
 }
 
-async fn healthz(State(s): State<ServerState>) -> Response {
+pub(super) async fn healthz(State(s): State<ServerState>) -> Response {
     match s.pleg.check() {
         Ok(()) => "ok".into_response(),
         Err(reason) => (
@@ -69,25 +67,4 @@ pub fn read_only_router(state: ServerState) -> axum::Router {
 /// The healthz-only router (upstream's `healthzPort`).
 pub fn healthz_router(state: ServerState) -> axum::Router {
     axum::Router::new().route("/healthz", get(healthz)).with_state(state)
-}
-
-/// Serves `router` on an already bound listener until `stop`.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: axum::Router,
-    stop: CancellationToken,
-) {
-    let addr = listener.local_addr().ok();
-    if let Err(e) =
-        axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned()).await
-    {
-        tracing::error!(?addr, error = %e, "HTTP server failed");
-    }
-}
-
-/// Binds `addr`, naming it in the error.
-pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, crate::KubeletError> {
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| crate::KubeletError::Bind { addr, source })
 }

@@ -1,0 +1,379 @@
+//! `GET /exec/{namespace}/{pod}/{container}?command=…&input=1&output=1&error=1&tty=1`: runs a
+//! command in a running container, as upstream's `getExec`, over a WebSocket with
+//! `v5.channel.k8s.io` or `v4.channel.k8s.io` (see [`remotecommand`](super::remotecommand)).
+//!
+//! The request is checked first (pod, container running, parameters, the upgrade), so a bad one
+//! gets a plain HTTP error before anything starts. Then the kubelet asks the runtime for an exec
+//! session (CRI `Exec`, which returns a URL on the runtime's streaming server), opens its streams
+//! over SPDY ([`spdy`](super::spdy)), answers 101 and relays between the two until the runtime
+//! ends the session (the command's status is its last message), the client goes, or the kubelet
+//! stops. SPDY from clients (kubectl's fallback) is refused: clients reach exec over WebSocket.
+
+use std::time::Duration;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use hyper_util::rt::TokioIo;
+use proto::cri;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_util::sync::CancellationToken;
+
+use super::remotecommand::{self, Protocol, Relay, StreamOptions};
+use super::secure::{RequestError, SecureState, container_status, find_pod, runtime_id};
+use super::spdy::{Event, RuntimeStreams};
+
+/// How long the runtime's streams may take to open (upstream's stream creation timeout).
+pub const STREAM_CREATION_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest WebSocket message accepted from a client (kubectl writes stdin in 32 KiB pieces).
+pub const MAX_MESSAGE: usize = 1 << 20;
+/// How long a client has to answer our close before the connection is dropped.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The parsed query (upstream's `remotecommand.Options` and the command).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecQuery {
+    pub command: Vec<String>,
+    pub streams: StreamOptions,
+}
+
+fn flag(v: &str) -> bool {
+    matches!(v, "1" | "true" | "True")
+}
+
+impl ExecQuery {
+    pub fn parse(pairs: &[(String, String)]) -> Result<Self, RequestError> {
+        let mut command = Vec::new();
+        let mut s = StreamOptions::default();
+        for (k, v) in pairs {
+            match k.as_str() {
+                "command" => command.push(v.clone()),
+                "input" | "stdin" => s.stdin = flag(v),
+                "output" | "stdout" => s.stdout = flag(v),
+                "error" | "stderr" => s.stderr = flag(v),
+                "tty" => s.tty = flag(v),
+                _ => {}
+            }
+        }
+        if command.is_empty() {
+            return Err(RequestError::BadRequest(
+                "no command given (the command parameter)".into(),
+            ));
+        }
+        if !(s.stdin || s.stdout || s.stderr) {
+            return Err(RequestError::BadRequest(
+                "you must specify at least 1 of stdin, stdout, stderr".into(),
+            ));
+        }
+        // A terminal merges stderr into stdout (upstream drops stderr the same way).
+        if s.tty {
+            s.stderr = false;
+        }
+        Ok(Self { command, streams: s })
+    }
+}
+
+/// The WebSocket handshake a request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upgrade {
+    pub protocol: Protocol,
+    /// `Sec-WebSocket-Accept` for the client's key.
+    pub accept: String,
+}
+
+/// Checks the upgrade request: WebSocket version 13 with a key and one of our protocols.
+pub fn websocket_upgrade(headers: &HeaderMap) -> Result<Upgrade, RequestError> {
+    let get = |h: header::HeaderName| headers.get(h).and_then(|v| v.to_str().ok());
+    let upgrade = get(header::UPGRADE).unwrap_or_default();
+    if upgrade.to_ascii_lowercase().starts_with("spdy") {
+        return Err(RequestError::BadRequest(
+            "exec over SPDY is not served by this kubelet: use WebSocket (v5.channel.k8s.io or v4.channel.k8s.io)".into(),
+        ));
+    }
+    if !upgrade.eq_ignore_ascii_case("websocket") {
+        return Err(RequestError::BadRequest("Upgrade request required".into()));
+    }
+    if get(header::SEC_WEBSOCKET_VERSION) != Some("13") {
+        return Err(RequestError::BadRequest("Sec-WebSocket-Version must be 13".into()));
+    }
+    let key = get(header::SEC_WEBSOCKET_KEY)
+        .ok_or_else(|| RequestError::BadRequest("Sec-WebSocket-Key is missing".into()))?;
+    let offered =
+        headers.get_all(header::SEC_WEBSOCKET_PROTOCOL).iter().filter_map(|v| v.to_str().ok());
+    let protocol = Protocol::negotiate(offered).ok_or_else(|| {
+        RequestError::BadRequest(
+            "none of the offered WebSocket protocols is served (v5.channel.k8s.io, v4.channel.k8s.io)"
+                .into(),
+        )
+    })?;
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    Ok(Upgrade { protocol, accept })
+}
+
+/// The handler.
+pub async fn exec(
+    State(state): State<SecureState>,
+    Path((namespace, pod, container)): Path<(String, String, String)>,
+    Query(pairs): Query<Vec<(String, String)>>,
+    req: Request,
+) -> Response {
+    match start(state, namespace, pod, container, &pairs, req).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(error = %e, "exec refused");
+            e.into_response()
+        }
+    }
+}
+
+async fn start(
+    state: SecureState,
+    namespace: String,
+    name: String,
+    container: String,
+    pairs: &[(String, String)],
+    mut req: Request,
+) -> Result<Response, RequestError> {
+    let q = ExecQuery::parse(pairs)?;
+    let pod = find_pod(&state, &namespace, &name)?;
+    let status = container_status(&pod, &container)?;
+    let id = status
+        .filter(|s| s.state.as_ref().is_some_and(|st| st.running.is_some()))
+        .and_then(|s| s.container_id.as_deref())
+        .map(|id| runtime_id(id).to_string())
+        .ok_or_else(|| RequestError::NotRunning {
+            namespace: namespace.clone(),
+            pod: name.clone(),
+            container: container.clone(),
+        })?;
+    let upgrade = websocket_upgrade(req.headers())?;
+    let exec = cri::ExecRequest {
+        container_id: id,
+        cmd: q.command.clone(),
+        tty: q.streams.tty,
+        stdin: q.streams.stdin,
+        stdout: q.streams.stdout,
+        stderr: q.streams.stderr,
+    };
+    let url = match state.runtime.cri.exec(exec).await {
+        Ok(r) => r.url,
+        Err(source) => {
+            return Err(RequestError::Runtime {
+                namespace,
+                pod: name,
+                container,
+                source: Box::new(source),
+            });
+        }
+    };
+    let runtime =
+        RuntimeStreams::open(&url, q.streams, STREAM_CREATION_TIMEOUT).await.map_err(|source| {
+            RequestError::Streaming {
+                namespace: namespace.clone(),
+                pod: name.clone(),
+                container: container.clone(),
+                source: Box::new(source),
+            }
+        })?;
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    let what = format!("{namespace}/{name}/{container}");
+    tracing::info!(container = %what, command = ?q.command, protocol = upgrade.protocol.name(), "exec");
+    let stop = state.stop.child_token();
+    let (protocol, streams) = (upgrade.protocol, q.streams);
+    state.streams.spawn(async move {
+        match on_upgrade.await {
+            Ok(upgraded) => {
+                let config = WebSocketConfig::default()
+                    .max_message_size(Some(MAX_MESSAGE))
+                    .max_frame_size(Some(MAX_MESSAGE));
+                let ws = WebSocketStream::from_raw_socket(
+                    TokioIo::new(upgraded),
+                    Role::Server,
+                    Some(config),
+                )
+                .await;
+                relay(ws, runtime, Relay::new(protocol, streams), stop, &what).await;
+            }
+            Err(e) => {
+                tracing::debug!(container = %what, error = %e, "exec: the client did not upgrade");
+                runtime.close().await;
+            }
+        }
+    });
+    let mut resp = StatusCode::SWITCHING_PROTOCOLS.into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(upgrade.protocol.name()));
+    if let Ok(v) = HeaderValue::from_str(&upgrade.accept) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
+    }
+    Ok(resp)
+}
+
+/// Moves messages between the client and the runtime until the runtime ends the session, the
+/// client goes, or `stop`.
+async fn relay<S>(
+    mut ws: WebSocketStream<S>,
+    mut runtime: RuntimeStreams,
+    mut relay: Relay,
+    stop: CancellationToken,
+    what: &str,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut failure: Option<String> = None;
+    let mut client_gone = false;
+    'relay: loop {
+        tokio::select! {
+            () = stop.cancelled() => {
+                failure = Some("the kubelet is stopping".into());
+                break;
+            }
+            msg = ws.next() => match msg {
+                Some(Ok(Message::Binary(data))) => {
+                    if let Some(to) = relay.from_client(&data)
+                        && let Err(e) = runtime.send(to).await
+                    {
+                        failure = Some(e.to_string());
+                        break;
+                    }
+                }
+                Some(Ok(Message::Close(_))) | None => {
+                    client_gone = true;
+                    break;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    tracing::debug!(container = %what, error = %e, "exec: client connection failed");
+                    client_gone = true;
+                    break;
+                }
+            },
+            event = runtime.next() => match event {
+                Ok(Some(Event::Data { stream, data, fin })) => {
+                    for m in relay.from_runtime(stream, &data, fin) {
+                        if ws.send(Message::Binary(Bytes::from(m))).await.is_err() {
+                            client_gone = true;
+                            break 'relay;
+                        }
+                    }
+                }
+                Ok(Some(Event::Ping { id })) => {
+                    if let Err(e) = runtime.pong(id).await {
+                        failure = Some(e.to_string());
+                        break;
+                    }
+                }
+                Ok(Some(Event::Reset { .. } | Event::GoAway)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            },
+        }
+    }
+    runtime.close().await;
+    if client_gone {
+        tracing::debug!(container = %what, "exec: the client went away");
+        return;
+    }
+    let last = match (relay.finish(), failure) {
+        (Some(status), _) => Some(status),
+        (None, Some(f)) => {
+            tracing::warn!(container = %what, error = %f, "exec failed");
+            Some(remotecommand::internal_error_status(&f))
+        }
+        (None, None) => None,
+    };
+    if let Some(m) = last {
+        let _ = ws.send(Message::Binary(Bytes::from(m))).await;
+    }
+    let _ = ws.close(None).await;
+    let _ =
+        tokio::time::timeout(CLOSE_TIMEOUT, async { while let Some(Ok(_)) = ws.next().await {} })
+            .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(pairs: &[(&str, &str)]) -> Result<ExecQuery, RequestError> {
+        let pairs: Vec<(String, String)> =
+            pairs.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+        ExecQuery::parse(&pairs)
+    }
+
+    #[test]
+    fn parses_the_command_and_streams() {
+        let got = q(&[
+            ("command", "sh"),
+            ("command", "-c"),
+            ("command", "exit 3"),
+            ("output", "1"),
+            ("error", "1"),
+        ])
+        .unwrap();
+        assert_eq!(got.command, ["sh", "-c", "exit 3"]);
+        assert_eq!(
+            got.streams,
+            StreamOptions { stdin: false, stdout: true, stderr: true, tty: false }
+        );
+        let tty =
+            q(&[("command", "sh"), ("input", "1"), ("output", "1"), ("error", "1"), ("tty", "1")])
+                .unwrap();
+        assert_eq!(
+            tty.streams,
+            StreamOptions { stdin: true, stdout: true, stderr: false, tty: true }
+        );
+        assert_eq!(
+            q(&[("output", "1")]).unwrap_err().to_string(),
+            "no command given (the command parameter)"
+        );
+        assert_eq!(
+            q(&[("command", "ls")]).unwrap_err().to_string(),
+            "you must specify at least 1 of stdin, stdout, stderr"
+        );
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                header::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn accepts_websocket_upgrades_with_our_protocols_only() {
+        let ok = [
+            ("upgrade", "websocket"),
+            ("sec-websocket-version", "13"),
+            ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+            ("sec-websocket-protocol", "v4.channel.k8s.io, v5.channel.k8s.io"),
+        ];
+        let up = websocket_upgrade(&headers(&ok)).unwrap();
+        // RFC 6455's example key and answer.
+        assert_eq!(up.accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+        assert_eq!(up.protocol, Protocol::V5);
+        let spdy = websocket_upgrade(&headers(&[("upgrade", "SPDY/3.1")])).unwrap_err();
+        assert!(spdy.to_string().contains("SPDY is not served"), "{spdy}");
+        let plain = websocket_upgrade(&headers(&[])).unwrap_err();
+        assert_eq!(plain.to_string(), "Upgrade request required");
+        let mut other = ok;
+        other[3] = ("sec-websocket-protocol", "base64.channel.k8s.io");
+        assert!(websocket_upgrade(&headers(&other)).is_err());
+        let mut old = ok;
+        old[1] = ("sec-websocket-version", "8");
+        assert!(websocket_upgrade(&headers(&old)).is_err());
+    }
+}

@@ -1,0 +1,48 @@
+//! The kubelet's HTTP APIs, as upstream's `pkg/kubelet/server`:
+//!
+//! - [`read_only`]: the read-only port (`readOnlyPort`): `/pods`, `/healthz`, and our
+//!   `/manifests` and `/events`; the healthz port.
+//! - [`secure`]: the authenticated API on `port` (TLS; client certificates verified against
+//!   `clientCAFile`; anonymous requests refused with 401 unless allowed): `/healthz`, `/pods`,
+//!   [`logs`] (`/containerLogs/{ns}/{pod}/{container}`) and [`exec`] (`/exec/{ns}/{pod}/{container}`
+//!   over WebSocket).
+//! - [`certs`]: the self-signed serving certificate made when none is configured.
+//! - [`remotecommand`]: the channel protocol kubectl speaks (`v5.channel.k8s.io`,
+//!   `v4.channel.k8s.io`) and its relay to the runtime's streams.
+//! - [`spdy`]: the client side of the runtime's streaming server (CRI `Exec` URLs), SPDY/3.1
+//!   with `v4.channel.k8s.io`.
+
+pub mod certs;
+pub mod exec;
+pub mod logs;
+pub mod read_only;
+pub mod remotecommand;
+pub mod secure;
+pub mod spdy;
+
+use std::net::SocketAddr;
+
+use tokio_util::sync::CancellationToken;
+
+pub use read_only::{ServerState, healthz_router, read_only_router};
+
+/// Serves `router` on an already bound listener until `stop`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    stop: CancellationToken,
+) {
+    let addr = listener.local_addr().ok();
+    if let Err(e) =
+        axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned()).await
+    {
+        tracing::error!(?addr, error = %e, "HTTP server failed");
+    }
+}
+
+/// Binds `addr`, naming it in the error.
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, crate::KubeletError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| crate::KubeletError::Bind { addr, source })
+}

@@ -1,0 +1,481 @@
+//! The kubelet's authenticated API on `port` (default 10250), as upstream's `server.go`: TLS
+//! with the configured (`tlsCertFile`/`tlsPrivateKeyFile`) or a self-signed serving certificate;
+//! client certificates verified against `authentication.x509.clientCAFile` identify the caller
+//! (CN the user, O the groups). A request without a verified certificate is anonymous and gets
+//! 401 unless `authentication.anonymous.enabled` is set.
+//!
+//! Authorization: every authenticated caller may use every endpoint. Upstream asks the apiserver
+//! (SubjectAccessReview, `authorization.mode: Webhook`); until that exists, the client CA is the
+//! boundary, so it should sign only the apiserver's kubelet client certificate and
+//! administrators'. Bearer tokens (webhook token review) are not implemented and are refused.
+//!
+//! Routes: `/healthz`, `/pods`, `/containerLogs/{ns}/{pod}/{container}` ([`logs`](super::logs)),
+//! `/exec/{ns}/{pod}/{container}` ([`exec`](super::exec)). Streams (log followers, exec relays)
+//! run on the server's task tracker and stop with it.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+
+use super::certs::{self, CertAndKey, CertError};
+use super::read_only::{self, ServerState};
+use super::{exec, logs};
+use crate::config::kubelet_config::KubeletConfig;
+use crate::runtime::RuntimeManager;
+
+/// How long a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the secure API could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SecureError {
+    #[error(transparent)]
+    Cert(#[from] CertError),
+    #[error("TLS configuration: {what}: {reason}")]
+    Tls { what: String, reason: String },
+    #[error("clientCAFile {path}: {source}")]
+    ClientCa { path: std::path::PathBuf, source: std::io::Error },
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+}
+
+/// Who is calling: the verified client certificate's subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub groups: Vec<String>,
+}
+
+/// The identity of a connection, put in each request's extensions.
+#[derive(Debug, Clone)]
+pub struct Peer(pub Option<Identity>);
+
+/// The identity a (verified) client certificate names: CN, and O as groups.
+pub fn identity_from_cert(der: &[u8]) -> Option<Identity> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    let groups =
+        subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
+    Some(Identity { name, groups })
+}
+
+/// The TLS server config: our certificate (HTTP/1.1, which WebSocket needs) and client
+/// certificates verified against `client_ca_pem` when given (optional at the TLS level: a
+/// request without one is anonymous).
+pub fn tls_config(
+    serving: &CertAndKey,
+    client_ca_pem: Option<&str>,
+) -> Result<rustls::ServerConfig, SecureError> {
+    let tls = |what: &str, reason: String| SecureError::Tls { what: what.into(), reason };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let chain: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(serving.cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .map_err(|e| tls("serving certificate", e.to_string()))?;
+    let key = PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes())
+        .map_err(|e| tls("serving key", e.to_string()))?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| tls("protocol versions", e.to_string()))?;
+    let builder = match client_ca_pem {
+        Some(pem) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+                let c = c.map_err(|e| tls("client CA", e.to_string()))?;
+                roots.add(c).map_err(|e| tls("client CA", e.to_string()))?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| tls("client CA", e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder
+        .with_single_cert(chain, key)
+        .map_err(|e| tls("serving certificate", e.to_string()))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// What the secure API's handlers share.
+#[derive(Debug, Clone)]
+pub struct SecureState {
+    pub read_only: ServerState,
+    pub runtime: Arc<RuntimeManager>,
+    /// Log followers and exec relays; closed and waited for with the server.
+    pub streams: TaskTracker,
+    pub stop: CancellationToken,
+}
+
+/// The secure API's routes.
+pub fn router(state: SecureState) -> axum::Router {
+    let read_only = axum::Router::new()
+        .route("/pods", get(read_only::pods))
+        .route("/pods/", get(read_only::pods))
+        .route("/healthz", get(read_only::healthz))
+        .with_state(state.read_only.clone());
+    axum::Router::new()
+        .route("/containerLogs/{namespace}/{pod}/{container}", get(logs::container_logs))
+        .route("/exec/{namespace}/{pod}/{container}", get(exec::exec).post(exec::exec))
+        .with_state(state)
+        .merge(read_only)
+}
+
+/// A plain-text error, as upstream's kubelet writes them.
+pub fn text_error(code: StatusCode, message: impl std::fmt::Display) -> Response {
+    let mut r = (code, format!("{message}\n")).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r
+}
+
+/// Why a logs or exec request is refused; each names what it was about.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("pod \"{namespace}/{pod}\" not found")]
+    PodNotFound { namespace: String, pod: String },
+    #[error("container \"{container}\" not found in pod \"{namespace}/{pod}\"")]
+    ContainerNotFound { namespace: String, pod: String, container: String },
+    #[error("container \"{container}\" in pod \"{pod}\" is waiting to start: {reason}")]
+    Waiting { pod: String, container: String, reason: String },
+    #[error("previous terminated container \"{container}\" in pod \"{pod}\" not found")]
+    NoPrevious { pod: String, container: String },
+    #[error("container \"{container}\" in pod \"{namespace}/{pod}\" is not running")]
+    NotRunning { namespace: String, pod: String, container: String },
+    #[error("invalid {param}: {reason}")]
+    BadParam { param: &'static str, reason: String },
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("log of container \"{container}\" in pod \"{namespace}/{pod}\": {source}")]
+    Logs {
+        namespace: String,
+        pod: String,
+        container: String,
+        source: crate::runtime::logs::LogsError,
+    },
+    #[error("container \"{container}\" in pod \"{namespace}/{pod}\": runtime: {source}")]
+    Runtime { namespace: String, pod: String, container: String, source: Box<proto::CallError> },
+    #[error("exec in container \"{container}\" of pod \"{namespace}/{pod}\": {source}")]
+    Streaming {
+        namespace: String,
+        pod: String,
+        container: String,
+        source: Box<super::spdy::SpdyError>,
+    },
+}
+
+impl RequestError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            RequestError::PodNotFound { .. } | RequestError::ContainerNotFound { .. } => {
+                StatusCode::NOT_FOUND
+            }
+            RequestError::Logs {
+                source: crate::runtime::logs::LogsError::Io { source, .. },
+                ..
+            } if source.kind() == std::io::ErrorKind::NotFound => StatusCode::NOT_FOUND,
+            RequestError::Waiting { .. }
+            | RequestError::NoPrevious { .. }
+            | RequestError::NotRunning { .. }
+            | RequestError::BadParam { .. }
+            | RequestError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            RequestError::Logs { .. } | RequestError::Runtime { .. } => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            RequestError::Streaming { .. } => StatusCode::BAD_GATEWAY,
+        }
+    }
+}
+
+impl IntoResponse for RequestError {
+    fn into_response(self) -> Response {
+        text_error(self.status(), &self)
+    }
+}
+
+/// The pod `namespace/name` the kubelet runs, with its latest status.
+pub fn find_pod(state: &SecureState, namespace: &str, name: &str) -> Result<Pod, RequestError> {
+    state
+        .read_only
+        .statuses
+        .pods()
+        .into_iter()
+        .find(|p| {
+            p.metadata.namespace.as_deref() == Some(namespace)
+                && p.metadata.name.as_deref() == Some(name)
+        })
+        .ok_or_else(|| RequestError::PodNotFound { namespace: namespace.into(), pod: name.into() })
+}
+
+/// The status of `container` (an app or init container) if the pod's spec has it.
+pub fn container_status<'a>(
+    pod: &'a Pod,
+    container: &str,
+) -> Result<Option<&'a ContainerStatus>, RequestError> {
+    let spec = pod.spec.as_ref();
+    let in_spec = spec
+        .into_iter()
+        .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()));
+    let m = &pod.metadata;
+    if !in_spec.into_iter().any(|c| c.name == container) {
+        return Err(RequestError::ContainerNotFound {
+            namespace: m.namespace.clone().unwrap_or_default(),
+            pod: m.name.clone().unwrap_or_default(),
+            container: container.into(),
+        });
+    }
+    let status = pod.status.as_ref();
+    let statuses = status.into_iter().flat_map(|s| {
+        s.container_statuses.iter().flatten().chain(s.init_container_statuses.iter().flatten())
+    });
+    Ok(statuses.into_iter().find(|s| s.name == container))
+}
+
+/// The runtime's id in a status's `<runtime>://<id>`.
+pub fn runtime_id(container_id: &str) -> &str {
+    container_id.split_once("://").map_or(container_id, |(_, id)| id)
+}
+
+/// Loads the serving certificate, the client CA and binds: the secure API as configured.
+pub struct SecureServer {
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    anonymous: bool,
+}
+
+impl std::fmt::Debug for SecureServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecureServer")
+            .field("addr", &self.listener.local_addr().ok())
+            .field("anonymous", &self.anonymous)
+            .finish()
+    }
+}
+
+impl SecureServer {
+    /// Prepares the server from the config; `names` are the node's names and addresses for a
+    /// self-signed certificate.
+    pub async fn bind(config: &KubeletConfig, names: &[String]) -> Result<Self, SecureError> {
+        let serving = match (&config.tls_cert_file, &config.tls_private_key_file) {
+            (Some(cert), Some(key)) => certs::load(cert, key)?,
+            _ => {
+                let dir = config.cert_dir.clone().unwrap_or_else(|| config.root_dir.join("pki"));
+                certs::self_signed(&dir, names)?
+            }
+        };
+        let client_ca = match &config.client_ca_file {
+            Some(path) => Some(read_ca(path)?),
+            None => None,
+        };
+        if client_ca.is_none() && !config.anonymous_auth {
+            tracing::warn!(
+                "no clientCAFile: every request to the kubelet API is anonymous and refused"
+            );
+        }
+        if config.anonymous_auth {
+            tracing::warn!(
+                "anonymous requests to the kubelet API are allowed (authentication.anonymous.enabled); anyone who reaches the port can read logs and exec into containers"
+            );
+        }
+        let tls = Arc::new(tls_config(&serving, client_ca.as_deref())?);
+        let addr = SocketAddr::new(config.address, config.port);
+        let listener =
+            TcpListener::bind(addr).await.map_err(|source| SecureError::Bind { addr, source })?;
+        Ok(Self { listener, tls, anonymous: config.anonymous_auth })
+    }
+
+    /// The port it listens on (the one reported as the node's kubelet endpoint).
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map_or(0, |a| a.port())
+    }
+
+    /// Accepts connections until `state.stop`, then waits for open requests and streams.
+    pub async fn serve(self, state: SecureState) {
+        let acceptor = tokio_rustls::TlsAcceptor::from(self.tls);
+        let router = router(state.clone());
+        let connections = TaskTracker::new();
+        let stop = state.stop.clone();
+        tracing::info!(addr = ?self.listener.local_addr().ok(), "serving the kubelet API (/containerLogs, /exec, /pods, /healthz) over TLS");
+        loop {
+            let (tcp, remote) = tokio::select! {
+                () = stop.cancelled() => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "kubelet API: accept");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+            };
+            let (acceptor, router, stop) = (acceptor.clone(), router.clone(), stop.clone());
+            let anonymous = self.anonymous;
+            connections.spawn(async move {
+                let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
+                {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(e)) => {
+                        tracing::debug!(%remote, error = %e, "kubelet API: TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => return,
+                };
+                let identity = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first())
+                    .and_then(|c| identity_from_cert(c));
+                serve_connection(tls, Peer(identity), anonymous, router, stop).await;
+            });
+        }
+        connections.close();
+        connections.wait().await;
+        state.streams.close();
+        state.streams.wait().await;
+    }
+}
+
+/// Starts the secure API as configured (nothing when `port` is 0) on `tasks`; returns the port
+/// it serves on, for the node's `daemonEndpoints.kubeletEndpoint`.
+pub async fn start(
+    config: &KubeletConfig,
+    read_only: ServerState,
+    runtime: Arc<RuntimeManager>,
+    host_ip: Option<&str>,
+    tasks: &TaskTracker,
+    stop: CancellationToken,
+) -> Result<u16, SecureError> {
+    if config.port == 0 {
+        return Ok(0);
+    }
+    let mut names = vec![config.node_name.clone(), "localhost".to_string(), "127.0.0.1".into()];
+    names.extend(host_ip.map(str::to_string));
+    if !config.address.is_unspecified() {
+        names.push(config.address.to_string());
+    }
+    let server = SecureServer::bind(config, &names).await?;
+    let port = server.port();
+    let state = SecureState { read_only, runtime, streams: TaskTracker::new(), stop };
+    tasks.spawn(server.serve(state));
+    Ok(port)
+}
+
+fn read_ca(path: &Path) -> Result<String, SecureError> {
+    std::fs::read_to_string(path)
+        .map_err(|source| SecureError::ClientCa { path: path.into(), source })
+}
+
+/// Whether a request may proceed: authenticated, or anonymous when that is allowed.
+pub fn authenticated(peer: &Peer, anonymous_allowed: bool) -> bool {
+    peer.0.is_some() || anonymous_allowed
+}
+
+async fn serve_connection<I>(
+    io: I,
+    peer: Peer,
+    anonymous: bool,
+    router: axum::Router,
+    stop: CancellationToken,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        let (router, peer) = (router.clone(), peer.clone());
+        async move {
+            if !authenticated(&peer, anonymous) {
+                tracing::debug!(path = req.uri().path(), "kubelet API: anonymous request refused");
+                return Ok::<_, Infallible>(text_error(StatusCode::UNAUTHORIZED, "Unauthorized"));
+            }
+            tracing::debug!(user = ?peer.0.as_ref().map(|i| &i.name), method = %req.method(), path = req.uri().path(), "kubelet API request");
+            req.extensions_mut().insert(peer);
+            router.oneshot(req).await
+        }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "kubelet API connection ended");
+            }
+        }
+        () = stop.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_verified_or_allowed_anonymous_callers_pass() {
+        let admin = Peer(Some(Identity {
+            name: "kube-apiserver-kubelet-client".into(),
+            groups: vec!["system:masters".into()],
+        }));
+        assert!(authenticated(&admin, false));
+        assert!(authenticated(&Peer(None), true));
+        assert!(!authenticated(&Peer(None), false));
+    }
+
+    #[test]
+    fn containers_are_found_by_spec_and_status() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "app"}], "initContainers": [{"name": "init"}]},
+            "status": {"containerStatuses": [{"name": "app", "ready": true, "restartCount": 0, "image": "i", "imageID": "", "containerID": "containerd://abc"}]},
+        }))
+        .unwrap();
+        let app = container_status(&pod, "app").unwrap().unwrap();
+        assert_eq!(runtime_id(app.container_id.as_deref().unwrap()), "abc");
+        assert!(container_status(&pod, "init").unwrap().is_none());
+        let err = container_status(&pod, "nope").unwrap_err();
+        assert_eq!(err.status(), StatusCode::NOT_FOUND);
+        assert_eq!(err.to_string(), "container \"nope\" not found in pod \"default/p\"");
+        assert_eq!(runtime_id("plain"), "plain");
+    }
+
+    #[test]
+    fn client_certificates_name_user_and_groups() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(rcgen::DnType::CommonName, "kube-apiserver-kubelet-client");
+        params.distinguished_name.push(rcgen::DnType::OrganizationName, "system:masters");
+        let cert = params.self_signed(&key).unwrap();
+        assert_eq!(
+            identity_from_cert(cert.der()),
+            Some(Identity {
+                name: "kube-apiserver-kubelet-client".into(),
+                groups: vec!["system:masters".into()]
+            })
+        );
+        assert_eq!(identity_from_cert(b"not a certificate"), None);
+    }
+}
