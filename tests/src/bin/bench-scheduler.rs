@@ -15,8 +15,8 @@ use anyhow::{Context, bail};
 use e2e::apiserver::ApiServer;
 use e2e::scheduler::{Scheduler, node};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::{Event as CoreEvent, Node, Pod};
+use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::watcher::{self, Event};
 
 /// Writes in flight while creating nodes and pods.
@@ -68,6 +68,7 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
 }
 
 struct RunResult {
+    scheduled_events: usize,
     pods_per_second: f64,
     first_to_last: Duration,
     start_to_last: Duration,
@@ -140,7 +141,26 @@ async fn run_once(nodes: usize, pods: usize, extra: &[String]) -> anyhow::Result
     let scheduler_cpu = scheduler.pid().and_then(cpu_seconds).zip(cpu_before).map(|(a, b)| a - b);
     let first = first.unwrap_or(last);
     let first_to_last = last - first;
+    // `Scheduled` events are written asynchronously (and dropped when their queue is full, as
+    // upstream's broadcaster does): count what arrived once the writes settle.
+    let events: Api<CoreEvent> = Api::namespaced(client.clone(), "default");
+    let mut scheduled_events = 0;
+    for _ in 0..50 {
+        let now = events
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("Scheduled"))
+            .count();
+        if now == scheduled_events && now > 0 {
+            break;
+        }
+        scheduled_events = now;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     Ok(RunResult {
+        scheduled_events,
         pods_per_second: (pods.saturating_sub(1)) as f64 / first_to_last.as_secs_f64().max(1e-9),
         first_to_last,
         start_to_last: last - started,
@@ -166,12 +186,13 @@ async fn main() -> anyhow::Result<()> {
         for run in 1..=args.runs {
             let r = run_once(nodes, args.pods, &args.extra).await?;
             println!(
-                "nodes={nodes} pods={} run={run}: {:.0} pods/s (first→last binding {:.2} s; scheduler start→last {:.2} s; scheduler CPU {})",
+                "nodes={nodes} pods={} run={run}: {:.0} pods/s (first→last binding {:.2} s; scheduler start→last {:.2} s; scheduler CPU {}; Scheduled events {})",
                 args.pods,
                 r.pods_per_second,
                 r.first_to_last.as_secs_f64(),
                 r.start_to_last.as_secs_f64(),
                 r.scheduler_cpu.map_or("?".into(), |c| format!("{c:.2} s")),
+                r.scheduled_events,
             );
             rates.push(r.pods_per_second);
             totals.push(args.pods as f64 / r.start_to_last.as_secs_f64());
