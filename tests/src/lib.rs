@@ -6,6 +6,8 @@
 //! - [`registry`]: a loopback OCI registry with the test images pushed.
 //! - [`kubelet`]: the kubelet binary as a process against a harness containerd.
 //! - [`apiserver`]: apiserver-lite as a process, and the real kubectl against it.
+//! - [`scheduler`]: the scheduler binary as a process, and Node objects with capacity for nodes
+//!   without kubelets.
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
 //! - [`cri_suite`]: CRI scenarios run against any runtime.
 //! - [`eventually`]: bounded polling instead of sleeps.
