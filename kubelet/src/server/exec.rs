@@ -15,12 +15,13 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
+use futures::{FutureExt, SinkExt, StreamExt};
 use hyper_util::rt::TokioIo;
 use proto::cri;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::remotecommand::{self, Protocol, Relay, StreamOptions};
@@ -254,7 +255,7 @@ async fn relay<S>(
                     break;
                 }
             },
-            event = runtime.next() => match event {
+            event = runtime.next().inspect(|e| tracing::trace!(container = %what, event = ?e, "exec: runtime event")) => match event {
                 Ok(Some(Event::Data { stream, data, fin })) => {
                     for m in relay.from_runtime(stream, &data, fin) {
                         if ws.send(Message::Binary(Bytes::from(m))).await.is_err() {
@@ -278,6 +279,7 @@ async fn relay<S>(
             },
         }
     }
+    tracing::debug!(container = %what, client_gone, ?failure, "exec: relay ended");
     runtime.close().await;
     if client_gone {
         tracing::debug!(container = %what, "exec: the client went away");
@@ -294,7 +296,10 @@ async fn relay<S>(
     if let Some(m) = last {
         let _ = ws.send(Message::Binary(Bytes::from(m))).await;
     }
-    let _ = ws.close(None).await;
+    // A normal closure (1000): clients treat any other close as a broken stream, even after the
+    // status arrived.
+    let normal = CloseFrame { code: CloseCode::Normal, reason: "".into() };
+    let _ = ws.close(Some(normal)).await;
     let _ =
         tokio::time::timeout(CLOSE_TIMEOUT, async { while let Some(Ok(_)) = ws.next().await {} })
             .await;

@@ -172,7 +172,8 @@ pub fn goaway_frame() -> Vec<u8> {
 
 /// Writes SPDY header blocks. SPDY compresses them with one zlib stream per direction; a zlib
 /// stream of stored (uncompressed) deflate blocks is a valid one, so the first block carries the
-/// zlib header and every block is one stored block, which the peer's inflater reads exactly.
+/// zlib header and every block is a stored block plus a sync flush, which the peer's inflater
+/// reads exactly.
 #[derive(Debug, Default)]
 pub struct HeaderEncoder {
     started: bool,
@@ -203,6 +204,10 @@ impl HeaderEncoder {
             out.extend_from_slice(&(!len).to_le_bytes());
             out.extend_from_slice(piece);
         }
+        // A sync flush (an empty stored block), as every SPDY compressor ends a header block:
+        // Go's inflater hands out a stored block's bytes only once it has read the next block's
+        // header, and this frame must hold that header.
+        out.extend_from_slice(&[0x00, 0x00, 0x00, 0xff, 0xff]);
         out
     }
 }
@@ -323,6 +328,7 @@ impl RuntimeStreams {
         );
         self.write_all(request.as_bytes()).await?;
         self.read_upgrade_response().await?;
+        tracing::debug!(url = %self.url, "runtime streaming server upgraded to SPDY/3.1");
         let mut headers = HeaderEncoder::default();
         let mut frames = Vec::new();
         for (i, stream) in opts.streams().into_iter().enumerate() {
@@ -337,6 +343,7 @@ impl RuntimeStreams {
             let Some(frame) = self.read_frame().await? else {
                 return Err(SpdyError::Closed { url: self.url.clone() });
             };
+            tracing::trace!(url = %self.url, ?frame, "stream setup");
             match frame {
                 Frame::SynReply { stream, .. } => waiting.retain(|id| *id != stream),
                 Frame::RstStream { stream, status } => {
