@@ -1,6 +1,8 @@
-//! The cluster's PKI in `--cert-dir`, made on first start: a CA, the serving certificate, and an
-//! admin client certificate (`system:masters`), plus an admin kubeconfig for the user. Later
-//! starts reuse what exists.
+//! The cluster's PKI in `--cert-dir`, made on first start: a CA, the serving certificate, an
+//! admin client certificate (`system:masters`) plus an admin kubeconfig for the user, and the
+//! client certificate the API server shows kubelets when it proxies logs and exec
+//! (`apiserver-kubelet-client.crt`, `kube-apiserver-kubelet-client` in `system:masters`, as
+//! kubeadm issues it). Later starts reuse what exists.
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +27,9 @@ pub struct Pki {
     pub ca_cert: String,
     pub server_cert: String,
     pub server_key: String,
+    /// The client certificate and key for kubelets' APIs.
+    pub kubelet_client_cert: String,
+    pub kubelet_client_key: String,
 }
 
 fn read(path: &Path) -> Result<Option<String>, CertError> {
@@ -121,7 +126,25 @@ pub fn ensure(dir: &Path, sans: &[String]) -> Result<Pki, CertError> {
         write(&dir.join("admin.crt"), &cert, false)?;
         write(&dir.join("admin.key"), &key, true)?;
     }
-    Ok(Pki { dir: dir.to_path_buf(), ca_cert, server_cert, server_key })
+    let (kc_path, kk_path) =
+        (dir.join("apiserver-kubelet-client.crt"), dir.join("apiserver-kubelet-client.key"));
+    let (kubelet_client_cert, kubelet_client_key) = match (read(&kc_path)?, read(&kk_path)?) {
+        (Some(c), Some(k)) => (c, k),
+        _ => {
+            let (c, k) = issue_client(dir, "kube-apiserver-kubelet-client", &["system:masters"])?;
+            write(&kc_path, &c, false)?;
+            write(&kk_path, &k, true)?;
+            (c, k)
+        }
+    };
+    Ok(Pki {
+        dir: dir.to_path_buf(),
+        ca_cert,
+        server_cert,
+        server_key,
+        kubelet_client_cert,
+        kubelet_client_key,
+    })
 }
 
 /// A kubeconfig for `user` with a client certificate, trusting `ca_pem`.
@@ -154,6 +177,13 @@ mod tests {
         assert_eq!(a.ca_cert, b.ca_cert);
         assert_eq!(a.server_cert, b.server_cert);
         assert!(dir.path().join("admin.crt").exists());
+        assert_eq!(a.kubelet_client_cert, b.kubelet_client_cert);
+        let der =
+            rustls::pki_types::CertificateDer::from_pem_slice(a.kubelet_client_cert.as_bytes())
+                .unwrap();
+        let user = crate::auth::user_from_cert(&der).unwrap();
+        assert_eq!(user.name, "kube-apiserver-kubelet-client");
+        assert!(user.is_master());
         let (cert, _) = issue_client(dir.path(), "system:node:n1", &["system:nodes"]).unwrap();
         use rustls::pki_types::pem::PemObject;
         let der = rustls::pki_types::CertificateDer::from_pem_slice(cert.as_bytes()).unwrap();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use apiserver_lite::auth::Authenticator;
 use apiserver_lite::http::ApiState;
+use apiserver_lite::http::proxy::{AddressTypes, KubeletClient};
 use apiserver_lite::registry::Registry;
 use apiserver_lite::storage::Store;
 use apiserver_lite::storage::sqlite::SqliteBackend;
@@ -56,6 +57,19 @@ struct Args {
     /// Where to write the admin kubeconfig (default: <cert-dir>/admin.kubeconfig).
     #[arg(long)]
     admin_kubeconfig: Option<PathBuf>,
+    /// The client certificate shown to kubelets for logs and exec (default: the generated
+    /// <cert-dir>/apiserver-kubelet-client.crt, kube-apiserver-kubelet-client in system:masters).
+    #[arg(long, requires = "kubelet_client_key")]
+    kubelet_client_certificate: Option<PathBuf>,
+    #[arg(long, requires = "kubelet_client_certificate")]
+    kubelet_client_key: Option<PathBuf>,
+    /// The CA that signs kubelets' serving certificates; without it they are not verified (as
+    /// upstream).
+    #[arg(long)]
+    kubelet_certificate_authority: Option<PathBuf>,
+    /// The node address types tried, in order, to reach a kubelet.
+    #[arg(long, value_delimiter = ',', default_value = "InternalIP,ExternalIP,Hostname")]
+    kubelet_preferred_address_types: Vec<String>,
 }
 
 #[tokio::main]
@@ -124,7 +138,31 @@ async fn main() -> anyhow::Result<()> {
     let kubeconfig =
         args.admin_kubeconfig.clone().unwrap_or_else(|| args.cert_dir.join("admin.kubeconfig"));
     certs::write_admin_kubeconfig(&pki, &format!("https://{reach}"), &kubeconfig)?;
-    let state = Arc::new(ApiState { registry: registry.clone(), auth, address: reach.clone() });
+    let (kubelet_cert, kubelet_key) =
+        match (&args.kubelet_client_certificate, &args.kubelet_client_key) {
+            (Some(c), Some(k)) => (
+                std::fs::read_to_string(c).context("--kubelet-client-certificate")?,
+                std::fs::read_to_string(k).context("--kubelet-client-key")?,
+            ),
+            _ => (pki.kubelet_client_cert.clone(), pki.kubelet_client_key.clone()),
+        };
+    let kubelet_ca = match &args.kubelet_certificate_authority {
+        Some(f) => Some(std::fs::read_to_string(f).context("--kubelet-certificate-authority")?),
+        None => None,
+    };
+    let kubelet = KubeletClient::new(
+        &kubelet_cert,
+        &kubelet_key,
+        kubelet_ca.as_deref(),
+        AddressTypes(args.kubelet_preferred_address_types.clone()),
+    )
+    .context("the kubelet client")?;
+    let state = Arc::new(ApiState {
+        registry: registry.clone(),
+        auth,
+        address: reach.clone(),
+        kubelet: kubelet.clone(),
+    });
 
     let stop = CancellationToken::new();
     let tasks = tokio_util::task::TaskTracker::new();
@@ -149,8 +187,14 @@ async fn main() -> anyhow::Result<()> {
     }
     tracing::info!("stopping");
     stop.cancel();
+    kubelet.stop.cancel();
     tasks.close();
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), tasks.wait()).await;
+    kubelet.streams.close();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        tasks.wait().await;
+        kubelet.streams.wait().await;
+    })
+    .await;
     Ok(())
 }
 

@@ -37,10 +37,19 @@ impl Server {
         registry.bootstrap().await.unwrap();
         let listener = server::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
         let addr = listener.local_addr().unwrap();
+        let pki = apiserver_lite::certs::ensure(&dir.path().join("pki"), &[]).unwrap();
+        let kubelet = apiserver_lite::http::proxy::KubeletClient::new(
+            &pki.kubelet_client_cert,
+            &pki.kubelet_client_key,
+            None,
+            Default::default(),
+        )
+        .unwrap();
         let state = Arc::new(ApiState {
             registry,
             auth: Authenticator::default(),
             address: addr.to_string(),
+            kubelet,
         });
         let stop = CancellationToken::new();
         let task = tokio::spawn(server::serve_insecure(listener, state, stop.clone()));

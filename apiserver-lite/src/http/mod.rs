@@ -1,8 +1,10 @@
 //! The HTTP layer: who is asking (client certificate or bearer token), which route, and the
 //! response. Non-resource routes (version, health, discovery, OpenAPI) live here; resources in
-//! [`resource`], watch streaming in [`watch`], bodies in [`body`].
+//! [`resource`], watch streaming in [`watch`], bodies in [`body`], `pods/log` and `pods/exec`
+//! proxied to kubelets in [`proxy`].
 
 pub mod body;
+pub mod proxy;
 mod resource;
 mod watch;
 
@@ -26,6 +28,8 @@ pub struct ApiState {
     pub auth: Authenticator,
     /// `host:port` clients reach this server at (for `/api`'s address list).
     pub address: String,
+    /// How `pods/log` and `pods/exec` reach kubelets.
+    pub kubelet: proxy::KubeletClient,
 }
 
 /// How the connection authenticated, before the request's own credentials.

@@ -1,5 +1,6 @@
 //! The resource verbs over HTTP: list, watch, get, create, update, patch, delete and
-//! deletecollection, and the `status`, `scale` and `binding` subresources.
+//! deletecollection, and the `status`, `scale` and `binding` subresources; `log` and `exec` go to
+//! [`proxy`](super::proxy).
 
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
@@ -75,6 +76,21 @@ pub async fn handle(
     rr: ResourceRequest,
     q: Query,
 ) -> Result<Response<Body>, ApiError> {
+    if r_is_pods(&rr) {
+        let ns = rr.namespace.as_deref();
+        match (req.method(), rr.name.as_deref(), rr.subresource.as_deref()) {
+            (&Method::GET, Some(n), Some("log")) => {
+                let raw = req.uri().query().map(str::to_string);
+                return super::proxy::logs(state, user, ns, n, raw.as_deref(), q.get("container"))
+                    .await;
+            }
+            (&Method::GET | &Method::POST, Some(n), Some("exec")) => {
+                let container = q.get("container").map(str::to_string);
+                return super::proxy::exec(state, user, ns, n, req, container.as_deref()).await;
+            }
+            _ => {}
+        }
+    }
     let (parts, incoming) = req.into_parts();
     let r: &'static ResourceType = rr.resource;
     let ns = rr.namespace.as_deref();
@@ -117,17 +133,24 @@ pub async fn handle(
             } else {
                 match q.get("resourceVersion").filter(|v| !v.is_empty() && *v != "0") {
                     None => WatchStart::Now,
-                    Some(v) => WatchStart::After(v.parse().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {v:?}")))?),
+                    Some(v) => WatchStart::After(v.parse().map_err(|_| {
+                        ApiError::bad_request(format!("invalid resourceVersion {v:?}"))
+                    })?),
                 }
             };
-            let opts = WatchOptions { start, list: list_options(r, &q)?, bookmarks: q.flag("allowWatchBookmarks") };
+            let opts = WatchOptions {
+                start,
+                list: list_options(r, &q)?,
+                bookmarks: q.flag("allowWatchBookmarks"),
+            };
             let stream = registry.watch(r, ns, opts)?;
             let timeout = match q.number("timeoutSeconds")? {
                 Some(s) if s > 0 => std::time::Duration::from_secs(s.unsigned_abs()),
                 _ => watch::default_timeout(),
             };
             let fmt = WatchFormat {
-                table: table::wants_table(&accept).then(|| IncludeObject::parse(q.get("includeObject"))),
+                table: table::wants_table(&accept)
+                    .then(|| IncludeObject::parse(q.get("includeObject"))),
                 bookmarks: q.flag("allowWatchBookmarks"),
                 timeout,
             };
@@ -142,12 +165,25 @@ pub async fn handle(
                 meta["remainingItemCount"] = json!(page.remaining.unwrap_or(0));
             }
             if table::wants_table(&accept) {
-                let objects: Vec<Value> = page.items.iter().filter_map(|b| serde_json::from_slice(b).ok()).collect();
-                let t = table::table(r, &objects, IncludeObject::parse(q.get("includeObject")), meta, true);
+                let objects: Vec<Value> =
+                    page.items.iter().filter_map(|b| serde_json::from_slice(b).ok()).collect();
+                let t = table::table(
+                    r,
+                    &objects,
+                    IncludeObject::parse(q.get("includeObject")),
+                    meta,
+                    true,
+                );
                 return Ok(body::json(200, &t));
             }
             // Items are written as stored: no re-encoding of the whole collection.
-            let mut out = format!("{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[", r.list_kind(), r.group_version(), meta).into_bytes();
+            let mut out = format!(
+                "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+                r.list_kind(),
+                r.group_version(),
+                meta
+            )
+            .into_bytes();
             for (i, item) in page.items.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
@@ -161,17 +197,20 @@ pub async fn handle(
             let obj = registry.get(r, ns, n)?;
             if table::wants_table(&accept) {
                 let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
-                return Ok(body::json(200, &table::table(r, &[obj], IncludeObject::parse(q.get("includeObject")), meta, true)));
+                return Ok(body::json(
+                    200,
+                    &table::table(
+                        r,
+                        &[obj],
+                        IncludeObject::parse(q.get("includeObject")),
+                        meta,
+                        true,
+                    ),
+                ));
             }
             Ok(body::json(200, &obj))
         }
         ("get", Some(n), Some("scale")) => Ok(body::json(200, &scale_of(&registry.get(r, ns, n)?))),
-        ("get" | "create", Some(_), Some("log" | "exec")) => Err(ApiError {
-            code: 503,
-            reason: "ServiceUnavailable",
-            message: "pods/log and pods/exec are proxied to the pod's kubelet, which does not serve them yet".into(),
-            details: None,
-        }),
         ("create", None, None) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
             auth::authorize(user, verb, r, ns, None, None, Some(&body))?;
@@ -180,12 +219,23 @@ pub async fn handle(
         }
         ("create", Some(n), Some("binding")) => {
             let binding = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
-            let node = binding["target"]["name"].as_str().filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad_request("binding target name is required"))?.to_string();
-            let pods = resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
+            let node = binding["target"]["name"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| ApiError::bad_request("binding target name is required"))?
+                .to_string();
+            let pods = resources::find("", "v1", "pods")
+                .ok_or_else(|| ApiError::internal("no pods resource"))?;
             let (bound, _) = registry
                 .update_with(pods, ns, n, None, write, |old| {
-                    if let Some(current) = old["spec"]["nodeName"].as_str().filter(|s| !s.is_empty()) {
-                        return Err(ApiError::conflict(pods, n, &format!("pod {n} is already assigned to node {current:?}")));
+                    if let Some(current) =
+                        old["spec"]["nodeName"].as_str().filter(|s| !s.is_empty())
+                    {
+                        return Err(ApiError::conflict(
+                            pods,
+                            n,
+                            &format!("pod {n} is already assigned to node {current:?}"),
+                        ));
                     }
                     let mut new = old.clone();
                     new["spec"]["nodeName"] = json!(node);
@@ -203,7 +253,12 @@ pub async fn handle(
         ("update" | "patch", Some(n), Some("scale")) => {
             let raw = body::read(incoming).await?;
             let (body, pt) = if verb == "patch" {
-                (serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?, Some(patch_type(content_type.as_deref())?))
+                (
+                    serde_json::from_slice(&raw).map_err(|e| {
+                        ApiError::bad_request(format!("the patch is not valid JSON: {e}"))
+                    })?,
+                    Some(patch_type(content_type.as_deref())?),
+                )
             } else {
                 (body::parse(&raw, content_type.as_deref())?, None)
             };
@@ -213,7 +268,9 @@ pub async fn handle(
                         Some(pt) => patch::apply(pt, &scale_of(old), &body)?,
                         None => body.clone(),
                     };
-                    let replicas = scale["spec"]["replicas"].as_i64().ok_or_else(|| ApiError::bad_request("scale spec.replicas is required"))?;
+                    let replicas = scale["spec"]["replicas"]
+                        .as_i64()
+                        .ok_or_else(|| ApiError::bad_request("scale spec.replicas is required"))?;
                     let mut new = old.clone();
                     new["spec"]["replicas"] = json!(replicas);
                     Ok(new)
@@ -224,15 +281,20 @@ pub async fn handle(
         ("patch", Some(n), None | Some("status")) => {
             let pt = patch_type(content_type.as_deref())?;
             let raw = body::read(incoming).await?;
-            let patch: Value = serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
-            let (obj, warnings) = registry.update_with(r, ns, n, sub, write, |old| patch::apply(pt, old, &patch)).await?;
+            let patch: Value = serde_json::from_slice(&raw)
+                .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
+            let (obj, warnings) = registry
+                .update_with(r, ns, n, sub, write, |old| patch::apply(pt, old, &patch))
+                .await?;
             Ok(with_warnings(body::json(200, &obj), &warnings))
         }
         ("delete", Some(n), None) => {
             let raw = body::read(incoming).await?;
             let opts_body: Option<Value> = match raw.is_empty() {
                 true => None,
-                false => Some(serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?),
+                false => Some(serde_json::from_slice(&raw).map_err(|e| {
+                    ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}"))
+                })?),
             };
             let opts = DeleteOptions::from(opts_body.as_ref(), q.number("gracePeriodSeconds")?);
             let deleted = registry.delete(r, ns, n, &opts, write.dry_run).await?;
@@ -255,10 +317,17 @@ pub async fn handle(
                     Err(e) => return Err(e),
                 }
             }
-            Ok(body::json(200, &json!({"kind": r.list_kind(), "apiVersion": r.group_version(), "metadata": {}, "items": items})))
+            Ok(body::json(
+                200,
+                &json!({"kind": r.list_kind(), "apiVersion": r.group_version(), "metadata": {}, "items": items}),
+            ))
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+fn r_is_pods(rr: &ResourceRequest) -> bool {
+    rr.resource.group.is_empty() && rr.resource.name == "pods"
 }
 
 fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
