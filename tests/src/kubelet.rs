@@ -1,6 +1,7 @@
 //! The kubelet binary as a process, configured against a harness containerd: its own manifest,
 //! state and log directories, a cgroup root under the harness's, the read-only API and the
-//! secure kubelet API (logs, exec) on loopback ports of their own.
+//! secure kubelet API (logs, exec) on free ports of their own. They listen on every address:
+//! the apiserver reaches a kubelet at its node's InternalIP, as in a real cluster.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -83,7 +84,7 @@ impl Kubelet {
             std::fs::create_dir_all(dir.join(d))?;
         }
         let config = format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 127.0.0.1\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n",
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 0.0.0.0\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n",
             dir.join("manifests").display(),
             containerd.endpoint(),
             dir.join("logs").display(),

@@ -1,0 +1,465 @@
+//! `kubectl logs` and `kubectl exec` on real containerd, through apiserver-lite's `pods/log` and
+//! `pods/exec` proxy to the kubelet's secure API: the real kubectl v1.35 (WebSocket
+//! `v5.channel.k8s.io`), the kubelet's CRI log reader and its SPDY relay to containerd's
+//! streaming server. Also what a client is told when the request cannot be served.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2e::apiserver::{ApiServer, kubectl_binary};
+use e2e::containerd::Containerd;
+use e2e::kubelet::Kubelet;
+use e2e::{eventually, require};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+
+const NODE: &str = "node-a";
+const WAIT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(200);
+
+/// nginx-pod: the httpd (which says a line on stdout and one on stderr first) and a sidecar
+/// that exits after each run, counting its runs in an emptyDir, so it has a previous instance.
+fn nginx_pod() -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "nginx-pod"},
+        "spec": {
+            "nodeName": NODE,
+            "terminationGracePeriodSeconds": 1,
+            "volumes": [{"name": "data", "emptyDir": {}}],
+            "containers": [
+                {"name": "nginx", "image": "busybox-httpd:1.35",
+                 "command": ["sh", "-c", "echo nginx line 1; echo nginx line 2; sleep 0.3; echo nginx on stderr >&2; sleep 0.3; exec httpd -f -p 80 -h /var/www"]},
+                {"name": "sidecar", "image": "busybox:1.35",
+                 "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                 "command": ["sh", "-c", "n=$(cat /data/n 2>/dev/null || echo 0); echo sidecar run $n; echo $((n+1)) > /data/n; sleep 1; exit 1"]},
+            ],
+        },
+    }))
+    .unwrap()
+}
+
+struct Cluster {
+    api: ApiServer,
+    kubelet: Kubelet,
+    containerd: Containerd,
+}
+
+impl Cluster {
+    async fn start() -> Self {
+        let api = ApiServer::start_for_nodes(&[NODE]).unwrap();
+        let containerd = Containerd::start(Default::default()).await.unwrap();
+        containerd.import_test_images().unwrap();
+        let kubelet =
+            Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
+        Self { api, kubelet, containerd }
+    }
+
+    fn logs(&self, what: &str) -> String {
+        format!(
+            "{what}\nkubelet:\n{}\napiserver:\n{}\ncontainerd:\n{}",
+            self.kubelet.log_tail(40),
+            self.api.log_tail(20),
+            self.containerd.log_tail(20)
+        )
+    }
+
+    /// Creates nginx-pod and waits until its nginx container runs.
+    async fn nginx_running(&self) -> Api<Pod> {
+        let pods: Api<Pod> = Api::namespaced(self.api.admin_client().await.unwrap(), "default");
+        pods.create(&PostParams::default(), &nginx_pod()).await.unwrap();
+        eventually("nginx running", WAIT, POLL, || async {
+            let p = pods.get("nginx-pod").await.ok()?;
+            let s = p.status?.container_statuses?;
+            s.iter().find(|c| {
+                c.name == "nginx" && c.state.as_ref().is_some_and(|s| s.running.is_some())
+            })?;
+            Some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{}", self.logs(&e.to_string())));
+        pods
+    }
+
+    /// kubectl, as `ApiServer::kubectl` runs it, for a process the test drives.
+    fn kubectl(&self, args: &[&str]) -> Command {
+        let home = self.api.dir().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut c = Command::new(kubectl_binary().unwrap());
+        c.args(args).env("KUBECONFIG", self.api.kubeconfig()).env("HOME", home);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.api.kubectl(args).unwrap()
+    }
+
+    async fn stop(mut self) {
+        self.kubelet.stop();
+        drop(self.api);
+        let report = self.containerd.stop().await;
+        assert!(report.is_clean(), "teardown leaked: {report:#?}");
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_logs_reads_the_container_log_through_the_apiserver_and_the_kubelet() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let cluster = Cluster::start().await;
+    let pods = cluster.nginx_running().await;
+    let c = &cluster;
+
+    // The whole log of the default-by-name container, stdout and stderr as written.
+    let out = eventually("kubectl logs", WAIT, POLL, || async {
+        let o = c.run(&["logs", "nginx-pod", "-c", "nginx"]);
+        (o.status.success() && text(&o.stdout).contains("nginx on stderr")).then_some(o)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", c.logs(&e.to_string())));
+    assert_eq!(text(&out.stdout), "nginx line 1\nnginx line 2\nnginx on stderr\n");
+
+    // --tail, --timestamps, --limit-bytes.
+    let out = c.run(&["logs", "nginx-pod", "-c", "nginx", "--tail=1"]);
+    assert_eq!(text(&out.stdout), "nginx on stderr\n", "{}", text(&out.stderr));
+    let out = c.run(&["logs", "nginx-pod", "-c", "nginx", "--tail=1", "--timestamps"]);
+    let line = text(&out.stdout);
+    let (ts, rest) = line.split_once(' ').unwrap();
+    assert!(ts.parse::<jiff_like::Rfc3339>().is_ok(), "{line}");
+    assert_eq!(rest, "nginx on stderr\n");
+    let out = c.run(&["logs", "nginx-pod", "-c", "nginx", "--limit-bytes=9"]);
+    assert_eq!(text(&out.stdout), "nginx lin");
+
+    // -c picks the other container; --previous its last terminated instance.
+    let out = eventually("sidecar restarted", WAIT, POLL, || async {
+        let o = c.run(&["logs", "nginx-pod", "-c", "sidecar", "--previous"]);
+        o.status.success().then_some(o)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", c.logs(&e.to_string())));
+    let previous = text(&out.stdout);
+    let current = text(&c.run(&["logs", "nginx-pod", "-c", "sidecar"]).stdout);
+    // (During CrashLoopBackOff the current and the previous instance are the same one, as
+    // upstream's.)
+    let run = |s: &str| s.trim().strip_prefix("sidecar run ").and_then(|n| n.parse::<u32>().ok());
+    assert!(run(&previous) <= run(&current) && run(&previous).is_some(), "{current} / {previous}");
+
+    // -f streams what the container writes next, until kubectl is killed.
+    let mut follow = c
+        .kubectl(&["logs", "-f", "nginx-pod", "-c", "nginx", "--tail=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(follow.stdout.take().unwrap()).lines();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        while let Some(Ok(l)) = lines.next() {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let first = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(first, "nginx on stderr");
+    let wrote = c.run(&[
+        "exec",
+        "nginx-pod",
+        "-c",
+        "nginx",
+        "--",
+        "sh",
+        "-c",
+        "echo followed line > /proc/1/fd/1",
+    ]);
+    assert!(wrote.status.success(), "{}", text(&wrote.stderr));
+    let next = rx
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{}", c.logs(&e.to_string())));
+    assert_eq!(next, "followed line");
+    follow.kill().unwrap();
+    follow.wait().unwrap();
+
+    // Bad requests get upstream's Status.
+    let out = c.run(&["logs", "nginx-pod", "-c", "nope"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("container nope is not valid for pod nginx-pod"),
+        "{}",
+        text(&out.stderr)
+    );
+    let raw =
+        c.run(&["get", "--raw", "/api/v1/namespaces/default/pods/nginx-pod/log?container=nope"]);
+    assert!(
+        text(&raw.stderr).contains("container nope is not valid for pod nginx-pod"),
+        "{}",
+        text(&raw.stderr)
+    );
+    let raw = c.run(&["get", "--raw", "/api/v1/namespaces/default/pods/nginx-pod/log"]);
+    assert!(
+        text(&raw.stderr).contains(
+            "a container name must be specified for pod nginx-pod, choose one of: [nginx sidecar]"
+        ),
+        "{}",
+        text(&raw.stderr)
+    );
+    let out = c.run(&["logs", "missing-pod"]);
+    assert!(
+        text(&out.stderr).contains("(NotFound): pods \"missing-pod\" not found"),
+        "{}",
+        text(&out.stderr)
+    );
+    drop(pods);
+    cluster.stop().await;
+}
+
+/// RFC 3339 parsing without another dependency: what kubectl's `--timestamps` prefix must be.
+mod jiff_like {
+    #[derive(Debug)]
+    pub struct Rfc3339;
+    impl std::str::FromStr for Rfc3339 {
+        type Err = ();
+        fn from_str(s: &str) -> Result<Self, ()> {
+            let b = s.as_bytes();
+            let ok = b.len() >= 20
+                && b[4] == b'-'
+                && b[7] == b'-'
+                && b[10] == b'T'
+                && b[13] == b':'
+                && b.ends_with(b"Z");
+            ok.then_some(Rfc3339).ok_or(())
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_exec_runs_commands_propagates_exit_codes_and_pipes_stdin() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let cluster = Cluster::start().await;
+    cluster.nginx_running().await;
+    let c = &cluster;
+
+    let out = c.run(&["exec", "nginx-pod", "-c", "nginx", "--", "echo", "hello", "from", "exec"]);
+    assert!(out.status.success(), "{}", c.logs(&text(&out.stderr)));
+    assert_eq!(text(&out.stdout), "hello from exec\n");
+
+    let out = c.run(&[
+        "exec",
+        "nginx-pod",
+        "-c",
+        "nginx",
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo err >&2; exit 3",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "out\n");
+    assert!(text(&out.stderr).starts_with("err\n"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("command terminated with exit code 3"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Piped stdin reaches the command, and its end does too (cat exits).
+    let mut cat = c
+        .kubectl(&["exec", "-i", "nginx-pod", "-c", "nginx", "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = cat.stdin.take().unwrap();
+    stdin.write_all(b"hi\nthere\n").unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::task::spawn_blocking(move || cat.wait_with_output()),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{}", c.logs("kubectl exec -i cat did not end with its stdin")))
+    .unwrap()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hi\nthere\n");
+
+    // A larger stdin comes back whole.
+    let big: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    let mut wc = c
+        .kubectl(&["exec", "-i", "nginx-pod", "-c", "nginx", "--", "wc", "-c"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let size = big.len();
+    let mut stdin = wc.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(big.as_bytes()));
+    let out = tokio::task::spawn_blocking(move || wc.wait_with_output()).await.unwrap().unwrap();
+    writer.join().unwrap().unwrap();
+    assert_eq!(text(&out.stdout).trim(), size.to_string(), "{}", text(&out.stderr));
+
+    // Unknown containers and pods are named.
+    let out = c.run(&["exec", "nginx-pod", "-c", "nope", "--", "true"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("container nope is not valid for pod nginx-pod"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = c.run(&["exec", "missing-pod", "--", "true"]);
+    assert!(text(&out.stderr).contains("pods \"missing-pod\" not found"), "{}", text(&out.stderr));
+    cluster.stop().await;
+}
+
+/// A TLS request to `127.0.0.1:port`, with a client certificate if given; the status code.
+async fn https_status(port: u16, path: &str, client: Option<(&str, &str)>) -> u16 {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[derive(Debug)]
+    struct Any(Arc<rustls::crypto::CryptoProvider>);
+    impl rustls::client::danger::ServerCertVerifier for Any {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: rustls::pki_types::UnixTime,
+        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            m: &[u8],
+            c: &CertificateDer<'_>,
+            d: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(
+                m,
+                c,
+                d,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+        fn verify_tls13_signature(
+            &self,
+            m: &[u8],
+            c: &CertificateDer<'_>,
+            d: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(
+                m,
+                c,
+                d,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Any(provider)));
+    let config = match client {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                CertificateDer::pem_slice_iter(cert.as_bytes()).collect::<Result<_, _>>().unwrap(),
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let name = ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls =
+        tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap();
+    tls.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: kubelet\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut head = vec![0u8; 12];
+    tls.read_exact(&mut head).await.unwrap();
+    String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubelet_api_refuses_anonymous_callers_and_unreachable_pods_get_a_clear_status() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let cluster = Cluster::start().await;
+    let pods = cluster.nginx_running().await;
+    let c = &cluster;
+    let port = c.kubelet.secure_port();
+    let path = "/containerLogs/default/nginx-pod/nginx";
+
+    // The kubelet: 401 without a client certificate, the log with the apiserver's.
+    assert_eq!(https_status(port, path, None).await, 401);
+    let pki = c.api.dir().join("pki");
+    let cert = std::fs::read_to_string(pki.join("apiserver-kubelet-client.crt")).unwrap();
+    let key = std::fs::read_to_string(pki.join("apiserver-kubelet-client.key")).unwrap();
+    assert_eq!(https_status(port, path, Some((&cert, &key))).await, 200);
+    assert_eq!(
+        https_status(port, "/containerLogs/default/missing/nginx", Some((&cert, &key))).await,
+        404
+    );
+
+    // The node reports where its kubelet listens.
+    let nodes: Api<Node> = Api::all(c.api.admin_client().await.unwrap());
+    let node = nodes.get(NODE).await.unwrap();
+    let endpoint = node.status.unwrap().daemon_endpoints.unwrap().kubelet_endpoint.unwrap();
+    assert_eq!(endpoint.port, i32::from(port));
+
+    // A pod on no node, and a pod on a node whose kubelet reports no endpoint.
+    let mut unbound = nginx_pod();
+    unbound.metadata.name = Some("unbound".into());
+    unbound.spec.as_mut().unwrap().node_name = None;
+    pods.create(&PostParams::default(), &unbound).await.unwrap();
+    let out = c.run(&["logs", "unbound", "-c", "nginx"]);
+    assert!(
+        text(&out.stderr).contains("pod unbound does not have a host assigned"),
+        "{}",
+        text(&out.stderr)
+    );
+    let ghost: Node =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "ghost"}})).unwrap();
+    nodes.create(&PostParams::default(), &ghost).await.unwrap();
+    let mut haunted = nginx_pod();
+    haunted.metadata.name = Some("haunted".into());
+    haunted.spec.as_mut().unwrap().node_name = Some("ghost".into());
+    pods.create(&PostParams::default(), &haunted).await.unwrap();
+    let out = c.run(&["logs", "haunted", "-c", "nginx"]);
+    let err = text(&out.stderr);
+    assert!(err.contains("node \"ghost\" has no address"), "{err}");
+    let addresses = serde_json::json!({"status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]}});
+    nodes.patch_status("ghost", &PatchParams::default(), &Patch::Merge(addresses)).await.unwrap();
+    let out = c.run(&["logs", "haunted", "-c", "nginx"]);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("(ServiceUnavailable)")
+            && err.contains("node \"ghost\" reports no kubelet endpoint"),
+        "{err}"
+    );
+    cluster.stop().await;
+}
