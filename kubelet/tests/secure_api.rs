@@ -1,0 +1,179 @@
+//! The kubelet's secure API against the fake CRI runtime: TLS with a self-signed serving
+//! certificate, client certificates from the configured CA, 401 for anonymous callers, and
+//! `/containerLogs` reading the runtime's CRI log file. Hermetic: temp dirs, loopback, no root.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fake_cri::{FakeCriServer, FakeRuntime, Match, Program};
+use kubelet::config::kubelet_config::KubeletConfig;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+const NODE: &str = "node-a";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A CA and a client certificate it signed (PEM: CA, cert, key).
+fn client_pki(cn: &str) -> (String, String, String) {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "test-ca");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.distinguished_name.push(DnType::OrganizationName, "system:masters");
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+#[derive(Debug)]
+struct AnyServer(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `GET path` over TLS (HTTP/1.0, so the body ends with the connection): status and body, or
+/// `None` if the connection failed (e.g. the handshake was refused).
+async fn get(port: u16, path: &str, client: Option<(&str, &str)>) -> Option<(u16, String)> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyServer(provider)));
+    let config = match client {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                CertificateDer::pem_slice_iter(cert.as_bytes()).collect::<Result<_, _>>().unwrap(),
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let name = ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls =
+        tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.ok()?;
+    tls.write_all(format!("GET {path} HTTP/1.0\r\nHost: kubelet\r\n\r\n").as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    let _ = tls.read_to_end(&mut buf).await;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let code = text.get(9..12)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    Some((code, body))
+}
+
+#[tokio::test]
+async fn container_logs_need_a_client_certificate_from_the_client_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["manifests", "root", "logs"] {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+    }
+    let runtime = FakeRuntime::new();
+    runtime.add_image("busybox:1.35").unwrap();
+    let mut program = Program::default();
+    program.output =
+        ["hello", "world"].iter().map(|l| (fake_cri::Stream::Stdout, (*l).to_string())).collect();
+    runtime.set_program(Match::Any, program);
+    let _fake = FakeCriServer::start_with(runtime, &dir.path().join("cri.sock")).unwrap();
+    let (ca, cert, key) = client_pki("kube-apiserver-kubelet-client");
+    std::fs::write(dir.path().join("ca.crt"), &ca).unwrap();
+    std::fs::write(
+        dir.path().join("manifests/web.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: app\n    image: busybox:1.35\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let config = KubeletConfig {
+        node_name: NODE.into(),
+        static_pod_path: Some(dir.path().join("manifests")),
+        container_runtime_endpoint: format!("unix://{}", dir.path().join("cri.sock").display()),
+        pod_logs_dir: dir.path().join("logs"),
+        root_dir: dir.path().join("root"),
+        cgroup_root: "/kubelet-rs-test".into(),
+        address: [127, 0, 0, 1].into(),
+        port,
+        read_only_port: 0,
+        healthz_port: 0,
+        client_ca_file: Some(dir.path().join("ca.crt")),
+        ..KubeletConfig::default()
+    };
+    let stop = CancellationToken::new();
+    let kubelet = tokio::spawn(kubelet::run(config, stop.clone()));
+
+    // The pod's log, once it runs, with the configured CA's client certificate.
+    let path = "/containerLogs/default/web-node-a/app";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        match get(port, path, Some((&cert, &key))).await {
+            Some((200, body)) if body == "hello\nworld\n" => break body,
+            other => {
+                assert!(Instant::now() < deadline, "no log: {other:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    assert_eq!(body, "hello\nworld\n");
+    let tail = get(port, &format!("{path}?tailLines=1"), Some((&cert, &key))).await.unwrap();
+    assert_eq!(tail, (200, "world\n".to_string()));
+    let bad = get(port, &format!("{path}?tailLines=-1"), Some((&cert, &key))).await.unwrap();
+    assert_eq!(bad.0, 400);
+    assert_eq!(bad.1.trim(), "invalid tailLines: must be greater than or equal to 0");
+    let missing =
+        get(port, "/containerLogs/default/web-node-a/nope", Some((&cert, &key))).await.unwrap();
+    assert_eq!(
+        missing,
+        (404, "container \"nope\" not found in pod \"default/web-node-a\"\n".into())
+    );
+
+    // No certificate: 401. A certificate from another CA: refused.
+    assert_eq!(get(port, path, None).await, Some((401, "Unauthorized\n".into())));
+    let (_, stranger, stranger_key) = client_pki("mallory");
+    let refused = get(port, path, Some((&stranger, &stranger_key))).await;
+    assert!(refused.is_none() || refused.as_ref().is_some_and(|r| r.0 == 401), "{refused:?}");
+
+    // The self-signed serving certificate was made under the root directory.
+    assert!(dir.path().join("root/pki/kubelet.crt").exists());
+    stop.cancel();
+    kubelet.await.unwrap().unwrap();
+}
