@@ -111,9 +111,8 @@ async fn container_logs_need_a_client_certificate_from_the_client_ca() {
     }
     let runtime = FakeRuntime::new();
     runtime.add_image("busybox:1.35").unwrap();
-    let mut program = Program::default();
-    program.output =
-        ["hello", "world"].iter().map(|l| (fake_cri::Stream::Stdout, (*l).to_string())).collect();
+    let output = ["hello", "world"].iter().map(|l| (fake_cri::Stream::Stdout, (*l).to_string()));
+    let program = Program { output: output.collect(), ..Program::default() };
     runtime.set_program(Match::Any, program);
     let _fake = FakeCriServer::start_with(runtime, &dir.path().join("cri.sock")).unwrap();
     let (ca, cert, key) = client_pki("kube-apiserver-kubelet-client");
