@@ -14,8 +14,10 @@
 //! - [`protobuf`]: protobuf request bodies from kubectl's typed clients.
 //! - [`patch`]: merge, JSON and strategic merge patches.
 //! - [`registry`]: get, list, create, update, delete and watch over the store.
+//! - [`binding`]: `pods/binding`, assigning a pod to a node.
 
 pub mod auth;
+pub mod binding;
 pub mod certs;
 pub mod discovery;
 pub mod errors;

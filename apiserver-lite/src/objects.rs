@@ -386,6 +386,9 @@ pub fn prepare_update(
             *new = old.clone();
             new["status"] = status;
         }
+        // A binding sets spec.nodeName and the PodScheduled condition together; its own rule
+        // (`binding::Binding::assign`) decides both.
+        Some("binding") => {}
         _ if has_status => new["status"] = old["status"].clone(),
         _ => {}
     }

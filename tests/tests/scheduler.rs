@@ -98,6 +98,13 @@ async fn equal_pods_spread_evenly_over_equal_nodes_by_the_scores() {
         [("node-1".into(), 2), ("node-2".into(), 2), ("node-3".into(), 2)].into(),
         "LeastAllocated and BalancedAllocation spread equal pods: {bound:?}"
     );
+    // The binding also records PodScheduled=True, as upstream's pods/binding does.
+    let p = pods.get(&even[0]).await.unwrap();
+    let conditions = p.status.and_then(|s| s.conditions).unwrap_or_default();
+    assert!(
+        conditions.iter().any(|c| c.type_ == "PodScheduled" && c.status == "True"),
+        "{conditions:?}"
+    );
 }
 
 #[tokio::test]

@@ -11,8 +11,9 @@ use super::ApiState;
 use super::body::{self, Body};
 use super::watch::{self, WatchFormat};
 use crate::auth::{self, User};
+use crate::binding::Binding;
 use crate::errors::ApiError;
-use crate::objects::FieldValidation;
+use crate::objects::{self, FieldValidation};
 use crate::patch::{self, PatchType};
 use crate::registry::{DeleteOptions, ListOptions, WatchOptions, WatchStart, WriteOptions};
 use crate::request::{Query, ResourceRequest};
@@ -218,28 +219,14 @@ pub async fn handle(
             Ok(with_warnings(body::json(201, &obj), &warnings))
         }
         ("create", Some(n), Some("binding")) => {
-            let binding = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
-            let node = binding["target"]["name"]
-                .as_str()
-                .filter(|t| !t.is_empty())
-                .ok_or_else(|| ApiError::bad_request("binding target name is required"))?
-                .to_string();
+            let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
+            let binding = Binding::parse(&body)?;
             let pods = resources::find("", "v1", "pods")
                 .ok_or_else(|| ApiError::internal("no pods resource"))?;
+            let now = objects::now_rfc3339();
             let (bound, _) = registry
-                .update_with(pods, ns, n, None, write, |old| {
-                    if let Some(current) =
-                        old["spec"]["nodeName"].as_str().filter(|s| !s.is_empty())
-                    {
-                        return Err(ApiError::conflict(
-                            pods,
-                            n,
-                            &format!("pod {n} is already assigned to node {current:?}"),
-                        ));
-                    }
-                    let mut new = old.clone();
-                    new["spec"]["nodeName"] = json!(node);
-                    Ok(new)
+                .update_with(pods, ns, n, Some("binding"), write, |old| {
+                    binding.assign(pods, old, &now)
                 })
                 .await?;
             Ok(body::json(201, &success(pods, n, &bound["metadata"]["uid"])))
