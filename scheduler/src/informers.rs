@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::runtime::WatchStreamExt;
@@ -105,6 +106,37 @@ pub struct Targets {
     pub scheduler_name: String,
 }
 
+/// The reflector's events for `api`, errors logged (the watcher retries with backoff).
+fn reflected<K>(api: Api<K>, writer: Writer<K>, what: &'static str) -> BoxStream<'static, Event<K>>
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::de::DeserializeOwned
+        + Send
+        + Sync,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .filter_map(move |e| async move {
+            e.inspect_err(|e| tracing::warn!(error = %e, "watching {what}; retrying with backoff"))
+                .ok()
+        })
+        .boxed()
+}
+
+/// The next event, or `None` once `stop` is cancelled or the stream ends.
+async fn next_event<K>(
+    events: &mut BoxStream<'static, Event<K>>,
+    stop: &CancellationToken,
+) -> Option<Event<K>> {
+    tokio::select! {
+        () = stop.cancelled() => None,
+        e = events.next() => e,
+    }
+}
+
 /// Watches pods until `stop`; `synced` is cancelled once the first list is handled.
 pub async fn run_pods(
     api: Api<Pod>,
@@ -113,23 +145,9 @@ pub async fn run_pods(
     synced: CancellationToken,
     stop: CancellationToken,
 ) {
-    let stream =
-        reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
-    let mut stream = std::pin::pin!(stream);
+    let mut events = reflected(api, writer, "pods");
     let mut relisting: Option<HashSet<String>> = None;
-    loop {
-        let event = tokio::select! {
-            () = stop.cancelled() => return,
-            e = stream.next() => e,
-        };
-        let Some(event) = event else { return };
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::warn!(error = %e, "watching pods; retrying with backoff");
-                continue;
-            }
-        };
+    while let Some(event) = next_event(&mut events, &stop).await {
         let mut cache = lock(&targets.cache);
         targets.queue.with(|queue, now| match event {
             Event::Init => relisting = Some(HashSet::new()),
@@ -159,23 +177,9 @@ pub async fn run_nodes(
     synced: CancellationToken,
     stop: CancellationToken,
 ) {
-    let stream =
-        reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
-    let mut stream = std::pin::pin!(stream);
+    let mut events = reflected(api, writer, "nodes");
     let mut relisting: Option<HashSet<String>> = None;
-    loop {
-        let event = tokio::select! {
-            () = stop.cancelled() => return,
-            e = stream.next() => e,
-        };
-        let Some(event) = event else { return };
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::warn!(error = %e, "watching nodes; retrying with backoff");
-                continue;
-            }
-        };
+    while let Some(event) = next_event(&mut events, &stop).await {
         let mut cache = lock(&targets.cache);
         targets.queue.with(|queue, now| match event {
             Event::Init => relisting = Some(HashSet::new()),
