@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,50 +38,23 @@ fn client_pki(cn: &str) -> (String, String, String) {
     (ca_cert.pem(), cert.pem(), key.serialize_pem())
 }
 
-#[derive(Debug)]
-struct AnyServer(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyServer {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// `GET path` over TLS (HTTP/1.0, so the body ends with the connection): status and body, or
-/// `None` if the connection failed (e.g. the handshake was refused).
-async fn get(port: u16, path: &str, client: Option<(&str, &str)>) -> Option<(u16, String)> {
+/// `GET path` over TLS (HTTP/1.0, so the body ends with the connection), trusting only the
+/// kubelet's serving certificate in `pki`: status and body, or `None` if the connection failed
+/// (e.g. no certificate yet, or the handshake was refused).
+async fn get(
+    pki: &Path,
+    port: u16,
+    path: &str,
+    client: Option<(&str, &str)>,
+) -> Option<(u16, String)> {
+    let serving = std::fs::read(pki.join("kubelet.crt")).ok()?;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_slice(&serving).ok()?).ok()?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyServer(provider)));
+        .with_root_certificates(roots);
     let config = match client {
         Some((cert, key)) => builder
             .with_client_auth_cert(
@@ -139,12 +113,13 @@ async fn container_logs_need_a_client_certificate_from_the_client_ca() {
     };
     let stop = CancellationToken::new();
     let kubelet = tokio::spawn(kubelet::run(config, stop.clone()));
+    let pki = dir.path().join("root/pki");
 
     // The pod's log, once it runs, with the configured CA's client certificate.
     let path = "/containerLogs/default/web-node-a/app";
     let deadline = Instant::now() + Duration::from_secs(20);
     let body = loop {
-        match get(port, path, Some((&cert, &key))).await {
+        match get(&pki, port, path, Some((&cert, &key))).await {
             Some((200, body)) if body == "hello\nworld\n" => break body,
             other => {
                 assert!(Instant::now() < deadline, "no log: {other:?}");
@@ -153,26 +128,28 @@ async fn container_logs_need_a_client_certificate_from_the_client_ca() {
         }
     };
     assert_eq!(body, "hello\nworld\n");
-    let tail = get(port, &format!("{path}?tailLines=1"), Some((&cert, &key))).await.unwrap();
+    let tail = get(&pki, port, &format!("{path}?tailLines=1"), Some((&cert, &key))).await.unwrap();
     assert_eq!(tail, (200, "world\n".to_string()));
-    let bad = get(port, &format!("{path}?tailLines=-1"), Some((&cert, &key))).await.unwrap();
+    let bad = get(&pki, port, &format!("{path}?tailLines=-1"), Some((&cert, &key))).await.unwrap();
     assert_eq!(bad.0, 400);
     assert_eq!(bad.1.trim(), "invalid tailLines: must be greater than or equal to 0");
-    let missing =
-        get(port, "/containerLogs/default/web-node-a/nope", Some((&cert, &key))).await.unwrap();
+    let missing = get(&pki, port, "/containerLogs/default/web-node-a/nope", Some((&cert, &key)))
+        .await
+        .unwrap();
     assert_eq!(
         missing,
         (404, "container \"nope\" not found in pod \"default/web-node-a\"\n".into())
     );
 
     // No certificate: 401. A certificate from another CA: refused.
-    assert_eq!(get(port, path, None).await, Some((401, "Unauthorized\n".into())));
+    assert_eq!(get(&pki, port, path, None).await, Some((401, "Unauthorized\n".into())));
     let (_, stranger, stranger_key) = client_pki("mallory");
-    let refused = get(port, path, Some((&stranger, &stranger_key))).await;
+    let refused = get(&pki, port, path, Some((&stranger, &stranger_key))).await;
     assert!(refused.is_none() || refused.as_ref().is_some_and(|r| r.0 == 401), "{refused:?}");
 
-    // The self-signed serving certificate was made under the root directory.
-    assert!(dir.path().join("root/pki/kubelet.crt").exists());
+    // The self-signed serving certificate (every request above verified it) was made under the
+    // root directory.
+    assert!(pki.join("kubelet.crt").exists());
     stop.cancel();
     kubelet.await.unwrap().unwrap();
 }

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -325,61 +326,20 @@ async fn kubectl_exec_runs_commands_propagates_exit_codes_and_pipes_stdin() {
     cluster.stop().await;
 }
 
-/// A TLS request to `127.0.0.1:port`, with a client certificate if given; the status code.
-async fn https_status(port: u16, path: &str, client: Option<(&str, &str)>) -> u16 {
+/// A TLS request to the kubelet's secure port, trusting only its serving certificate in `pki`,
+/// with a client certificate if given; the status code.
+async fn https_status(pki: &Path, port: u16, path: &str, client: Option<(&str, &str)>) -> u16 {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    #[derive(Debug)]
-    struct Any(Arc<rustls::crypto::CryptoProvider>);
-    impl rustls::client::danger::ServerCertVerifier for Any {
-        fn verify_server_cert(
-            &self,
-            _: &CertificateDer<'_>,
-            _: &[CertificateDer<'_>],
-            _: &ServerName<'_>,
-            _: &[u8],
-            _: rustls::pki_types::UnixTime,
-        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-            Ok(rustls::client::danger::ServerCertVerified::assertion())
-        }
-        fn verify_tls12_signature(
-            &self,
-            m: &[u8],
-            c: &CertificateDer<'_>,
-            d: &rustls::DigitallySignedStruct,
-        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls12_signature(
-                m,
-                c,
-                d,
-                &self.0.signature_verification_algorithms,
-            )
-        }
-        fn verify_tls13_signature(
-            &self,
-            m: &[u8],
-            c: &CertificateDer<'_>,
-            d: &rustls::DigitallySignedStruct,
-        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls13_signature(
-                m,
-                c,
-                d,
-                &self.0.signature_verification_algorithms,
-            )
-        }
-        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-            self.0.signature_verification_algorithms.supported_schemes()
-        }
-    }
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_file(pki.join("kubelet.crt")).unwrap()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(Any(provider)));
+        .with_root_certificates(roots);
     let config = match client {
         Some((cert, key)) => builder
             .with_client_auth_cert(
@@ -412,16 +372,19 @@ async fn the_kubelet_api_refuses_anonymous_callers_and_unreachable_pods_get_a_cl
     let pods = cluster.nginx_running().await;
     let c = &cluster;
     let port = c.kubelet.secure_port();
+    let serving = c.kubelet.root_dir().join("pki");
     let path = "/containerLogs/default/nginx-pod/nginx";
 
-    // The kubelet: 401 without a client certificate, the log with the apiserver's.
-    assert_eq!(https_status(port, path, None).await, 401);
+    // The kubelet, verified by its self-signed serving certificate: 401 without a client
+    // certificate, the log with the apiserver's.
+    assert_eq!(https_status(&serving, port, path, None).await, 401);
     let pki = c.api.dir().join("pki");
     let cert = std::fs::read_to_string(pki.join("apiserver-kubelet-client.crt")).unwrap();
     let key = std::fs::read_to_string(pki.join("apiserver-kubelet-client.key")).unwrap();
-    assert_eq!(https_status(port, path, Some((&cert, &key))).await, 200);
+    assert_eq!(https_status(&serving, port, path, Some((&cert, &key))).await, 200);
     assert_eq!(
-        https_status(port, "/containerLogs/default/missing/nginx", Some((&cert, &key))).await,
+        https_status(&serving, port, "/containerLogs/default/missing/nginx", Some((&cert, &key)))
+            .await,
         404
     );
 
