@@ -341,14 +341,21 @@ async fn containers_that_died_while_the_kubelet_was_down_are_restarted_with_coun
     let c = n.containers().await.remove(0);
     n.cri.stop_container(&c.id, Duration::ZERO).await.unwrap();
     n.kubelet.restart().unwrap();
-    let p = eventually("restarted with count 1", WAIT, POLL, || async {
+    let restarted = eventually("restarted with count 1", WAIT, POLL, || async {
         n.kubelet
             .running(&name)
             .await
             .filter(|p| p["status"]["containerStatuses"][0]["restartCount"] == 1)
     })
-    .await
-    .unwrap();
+    .await;
+    let p = match restarted {
+        Ok(p) => p,
+        Err(e) => panic!(
+            "{e}\npod: {:#}\nkubelet log:\n{}",
+            n.kubelet.pod(&name).await.unwrap_or_default()["status"],
+            n.kubelet.log_tail(60)
+        ),
+    };
     assert_eq!(p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], 137);
     n.teardown().await;
 }
