@@ -14,7 +14,6 @@ use apiserver_lite::storage::Store;
 use apiserver_lite::storage::sqlite::SqliteBackend;
 use apiserver_lite::{certs, server};
 use clap::Parser;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 /// A Kubernetes API server for small clusters: kubectl and client libraries work against it.
@@ -70,19 +69,15 @@ struct Args {
     /// The node address types tried, in order, to reach a kubelet.
     #[arg(long, value_delimiter = ',', default_value = "InternalIP,ExternalIP,Hostname")]
     kubelet_preferred_address_types: Vec<String>,
+    /// Log verbosity, as upstream's `-v` (0–1 info, 2–4 debug, 5+ trace); RUST_LOG overrides.
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    verbosity: u8,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let args = Args::parse();
+    daemon::init_tracing(args.verbosity);
     if args.etcd_servers.is_some() {
         anyhow::bail!(
             "--etcd-servers: the etcd backend is not implemented yet; omit it to use the embedded SQLite store"
@@ -164,7 +159,7 @@ async fn main() -> anyhow::Result<()> {
         kubelet: kubelet.clone(),
     });
 
-    let stop = CancellationToken::new();
+    let stop = daemon::stop_on_signal("in-flight requests and watches end")?;
     let tasks = tokio_util::task::TaskTracker::new();
     tasks.spawn(registry.clone().run_namespace_controller(stop.clone()));
     tasks.spawn(compact_periodically(store, stop.clone()));
@@ -179,14 +174,7 @@ async fn main() -> anyhow::Result<()> {
     tasks.spawn(server::serve_tls(listener, tls, state, stop.clone()));
     tracing::info!(%local, kubeconfig = %kubeconfig.display(), "apiserver-lite serving");
 
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    tracing::info!("stopping");
-    stop.cancel();
+    stop.cancelled().await;
     kubelet.stop.cancel();
     tasks.close();
     kubelet.streams.close();

@@ -6,8 +6,6 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Parser;
 use kubelet::config::kubelet_config::{KubeletConfig, KubeletConfigFile};
-use tokio::signal::unix::{SignalKind, signal};
-use tokio_util::sync::CancellationToken;
 
 /// A Kubernetes node agent: runs static pods from a manifest directory through a CRI runtime.
 /// Flags follow upstream's kubelet; flags override the config file.
@@ -73,19 +71,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let level = match args.verbosity {
-        0 | 1 => "info",
-        2..=4 => "debug",
-        _ => "trace",
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    daemon::init_tracing(args.verbosity);
 
     let mut config = KubeletConfig {
         node_name: kubelet::kubelet::default_node_name(),
@@ -130,16 +116,6 @@ async fn main() -> anyhow::Result<()> {
     }
     config.node_name = config.node_name.to_lowercase();
 
-    let stop = CancellationToken::new();
-    let on_signal = stop.clone();
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM: stopping (pods keep running)"),
-            _ = int.recv() => tracing::info!("SIGINT: stopping (pods keep running)"),
-        }
-        on_signal.cancel();
-    });
+    let stop = daemon::stop_on_signal("pods keep running")?;
     kubelet::run(config, stop).await.context("kubelet")
 }

@@ -8,8 +8,6 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use scheduler::leader::{self, ElectionConfig};
 use scheduler::schedule_one::Options;
-use tokio::signal::unix::{SignalKind, signal};
-use tokio_util::sync::CancellationToken;
 
 /// Watches pods without a node, picks one for each with upstream's default filters and scores,
 /// and binds it. Flags follow upstream's kube-scheduler.
@@ -52,19 +50,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let level = match args.verbosity {
-        0 | 1 => "info",
-        2..=4 => "debug",
-        _ => "trace",
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    daemon::init_tracing(args.verbosity);
 
     // Upstream's validation of the leader election flags.
     if args.leader_elect {
@@ -114,16 +100,6 @@ async fn main() -> anyhow::Result<()> {
     };
     tracing::info!(identity = %identity, leader_elect = args.leader_elect, "starting the scheduler");
 
-    let stop = CancellationToken::new();
-    let on_signal = stop.clone();
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM: stopping"),
-            _ = int.recv() => tracing::info!("SIGINT: stopping"),
-        }
-        on_signal.cancel();
-    });
+    let stop = daemon::stop_on_signal("bindings in flight finish")?;
     scheduler::run(client, config, stop).await.context("scheduler")
 }
