@@ -6,6 +6,7 @@
 //! - [`registry`]: a loopback OCI registry with the test images pushed.
 //! - [`kubelet`]: the kubelet binary as a process against a harness containerd.
 //! - [`apiserver`]: apiserver-lite as a process, and the real kubectl against it.
+//! - [`cluster`]: apiserver-lite, a private containerd and a kubelet joined to it, as one.
 //! - [`scheduler`]: the scheduler binary as a process, and Node objects with capacity for nodes
 //!   without kubelets.
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
@@ -13,6 +14,7 @@
 //! - [`eventually`]: bounded polling instead of sleeps.
 
 pub mod apiserver;
+pub mod cluster;
 pub mod containerd;
 pub mod cri_suite;
 pub mod eventually;

@@ -7,9 +7,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use e2e::apiserver::ApiServer;
-use e2e::containerd::Containerd;
-use e2e::kubelet::Kubelet;
+use e2e::cluster::JoinedNode;
 use e2e::registry::http_get;
 use e2e::{eventually, require};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -45,18 +43,12 @@ async fn a_joined_kubelet_registers_heartbeats_runs_bound_pods_and_confirms_thei
     if !require::real_runtime(require::CONTAINERD_TOOLS) {
         return;
     }
-    let api = ApiServer::start_for_nodes(&[NODE]).unwrap();
-    let containerd = Containerd::start(Default::default()).await.unwrap();
-    containerd.import_test_images().unwrap();
-    let mut kubelet =
-        Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
-    let client = api.admin_client().await.unwrap();
+    let cluster = JoinedNode::start(NODE).await.unwrap();
+    let client = cluster.api.admin_client().await.unwrap();
     let nodes: Api<Node> = Api::all(client.clone());
     let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let logs = |what: &str| {
-        format!("{what}\nkubelet:\n{}\napiserver:\n{}", kubelet.log_tail(30), api.log_tail(10))
-    };
+    let logs = |what: &str| cluster.logs(what);
 
     // The node registers itself, Ready, with what the scheduler and operators read.
     let node = eventually("node Ready", WAIT, POLL, || async {
@@ -77,7 +69,7 @@ async fn a_joined_kubelet_registers_heartbeats_runs_bound_pods_and_confirms_thei
     assert_eq!(condition(&node, "PIDPressure").as_deref(), Some("False"));
     // DiskPressure is real: upstream's nodefs.available<10% on the kubelet's filesystem (this
     // machine's disk may well be that full). Check it against our own reading.
-    let fs = nix::sys::statvfs::statvfs(containerd.dir()).unwrap();
+    let fs = nix::sys::statvfs::statvfs(cluster.containerd.dir()).unwrap();
     let free_percent = fs.blocks_available() as f64 * 100.0 / fs.blocks() as f64;
     if !(9.5..=10.5).contains(&free_percent) {
         let expected = if free_percent < 10.0 { "True" } else { "False" };
@@ -125,13 +117,13 @@ async fn a_joined_kubelet_registers_heartbeats_runs_bound_pods_and_confirms_thei
     .unwrap();
     assert_eq!(code, 200);
     assert!(body.contains("It works"), "{body}");
-    let out = api.kubectl(&["get", "pods"]).unwrap();
+    let out = cluster.api.kubectl(&["get", "pods"]).unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
     let row = table.lines().find(|l| l.starts_with("nginx-pod")).unwrap_or_default();
     assert!(row.contains("1/1") && row.contains("Running"), "{table}");
 
     // Deleted through the API: the kubelet stops it and confirms, and the object goes.
-    let cri = containerd.client().await.unwrap();
+    let cri = cluster.containerd.client().await.unwrap();
     pods.delete("nginx-pod", &DeleteParams::default()).await.unwrap();
     eventually("nginx-pod removed from the API", WAIT, POLL, || async {
         pods.get_opt("nginx-pod").await.ok()?.is_none().then_some(())
@@ -156,9 +148,7 @@ async fn a_joined_kubelet_registers_heartbeats_runs_bound_pods_and_confirms_thei
     .await
     .unwrap();
 
-    kubelet.stop();
-    let report = containerd.stop().await;
-    assert!(report.is_clean(), "teardown leaked: {report:#?}");
+    cluster.stop().await.unwrap();
 }
 
 fn bound_pod(name: &str, command: &str, restart: &str) -> Pod {
@@ -182,12 +172,8 @@ async fn pods_keep_running_through_a_30_s_apiserver_outage_and_status_catches_up
     if !require::real_runtime(require::CONTAINERD_TOOLS) {
         return;
     }
-    let mut api = ApiServer::start_for_nodes(&[NODE]).unwrap();
-    let containerd = Containerd::start(Default::default()).await.unwrap();
-    containerd.import_test_images().unwrap();
-    let mut kubelet =
-        Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
-    let pods: Api<Pod> = Api::namespaced(api.admin_client().await.unwrap(), "default");
+    let mut cluster = JoinedNode::start(NODE).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.api.admin_client().await.unwrap(), "default");
     pods.create(&PostParams::default(), &bound_pod("steady", "exec sleep 3600", "Always"))
         .await
         .unwrap();
@@ -206,11 +192,11 @@ async fn pods_keep_running_through_a_30_s_apiserver_outage_and_status_catches_up
     eventually("short Running", WAIT, POLL, || running("short")).await.unwrap();
     let steady_id = container_id(&steady).unwrap();
 
-    api.kill9();
+    cluster.api.kill9();
     tokio::time::sleep(Duration::from_secs(30)).await;
-    api.restart().unwrap();
+    cluster.api.restart().unwrap();
 
-    let pods: Api<Pod> = Api::namespaced(api.admin_client().await.unwrap(), "default");
+    let pods: Api<Pod> = Api::namespaced(cluster.api.admin_client().await.unwrap(), "default");
     let short = eventually("short Failed with exit 3 in the API", WAIT, POLL, || async {
         let p = pods.get("short").await.ok()?;
         let s = p.status.as_ref()?;
@@ -218,13 +204,13 @@ async fn pods_keep_running_through_a_30_s_apiserver_outage_and_status_catches_up
         (s.phase.as_deref() == Some("Failed") && code == 3).then_some(p)
     })
     .await
-    .unwrap_or_else(|e| panic!("{e}\nkubelet:\n{}", kubelet.log_tail(30)));
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
     assert!(short.status.is_some());
     let steady = pods.get("steady").await.unwrap();
     assert_eq!(container_id(&steady), Some(steady_id.clone()), "steady was not restarted");
     let cs = &steady.status.unwrap().container_statuses.unwrap()[0];
     assert!(cs.ready && cs.restart_count == 0, "{cs:?}");
-    let cri = containerd.client().await.unwrap();
+    let cri = cluster.containerd.client().await.unwrap();
     let live =
         cri.list_containers(cri::ListContainersRequest { filter: None }).await.unwrap().containers;
     assert!(
@@ -233,7 +219,5 @@ async fn pods_keep_running_through_a_30_s_apiserver_outage_and_status_catches_up
         "the steady container kept running: {live:?}"
     );
 
-    kubelet.stop();
-    let report = containerd.stop().await;
-    assert!(report.is_clean(), "teardown leaked: {report:#?}");
+    cluster.stop().await.unwrap();
 }

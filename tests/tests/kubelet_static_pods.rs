@@ -71,6 +71,23 @@ impl Node {
             .containers
     }
 
+    /// Every sandbox and container the runtime has, for a failure message.
+    async fn runtime_view(&self) -> String {
+        let sandboxes: Vec<_> = self
+            .sandboxes()
+            .await
+            .into_iter()
+            .map(|s| (s.id, s.state, s.metadata.map(|m| (m.name, m.attempt)), s.created_at))
+            .collect();
+        let containers: Vec<_> = self
+            .containers()
+            .await
+            .into_iter()
+            .map(|c| (c.id, c.pod_sandbox_id, c.state, c.metadata.map(|m| m.attempt), c.created_at))
+            .collect();
+        format!("sandboxes {sandboxes:?}, containers {containers:?}")
+    }
+
     async fn teardown(mut self) {
         self.kubelet.stop();
         let report = self.containerd.take().unwrap().stop().await;
@@ -338,8 +355,10 @@ async fn containers_that_died_while_the_kubelet_was_down_are_restarted_with_coun
     let name = format!("p-{NODE}");
     n.running(&name).await;
     n.kubelet.kill9();
-    let c = n.containers().await.remove(0);
-    n.cri.stop_container(&c.id, Duration::ZERO).await.unwrap();
+    let runtime_view = n.runtime_view().await;
+    let containers = n.containers().await;
+    assert_eq!(containers.len(), 1, "one container for the pod's one: {runtime_view}");
+    n.cri.stop_container(&containers[0].id, Duration::ZERO).await.unwrap();
     n.kubelet.restart().unwrap();
     let restarted = eventually("restarted with count 1", WAIT, POLL, || async {
         n.kubelet
@@ -351,8 +370,9 @@ async fn containers_that_died_while_the_kubelet_was_down_are_restarted_with_coun
     let p = match restarted {
         Ok(p) => p,
         Err(e) => panic!(
-            "{e}\npod: {:#}\nkubelet log:\n{}",
+            "{e}\npod: {:#}\nbefore the restart: {runtime_view}\nnow: {}\nkubelet log:\n{}",
             n.kubelet.pod(&name).await.unwrap_or_default()["status"],
+            n.runtime_view().await,
             n.kubelet.log_tail(60)
         ),
     };

@@ -11,9 +11,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2e::apiserver::{ApiServer, kubectl_binary};
-use e2e::containerd::Containerd;
-use e2e::kubelet::Kubelet;
+use e2e::apiserver::kubectl_binary;
+use e2e::cluster::JoinedNode;
 use e2e::{eventually, require};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
@@ -45,29 +44,19 @@ fn nginx_pod() -> Pod {
     .unwrap()
 }
 
-struct Cluster {
-    api: ApiServer,
-    kubelet: Kubelet,
-    containerd: Containerd,
+/// The joined node, with what these tests do on it.
+struct Cluster(JoinedNode);
+
+impl std::ops::Deref for Cluster {
+    type Target = JoinedNode;
+    fn deref(&self) -> &JoinedNode {
+        &self.0
+    }
 }
 
 impl Cluster {
     async fn start() -> Self {
-        let api = ApiServer::start_for_nodes(&[NODE]).unwrap();
-        let containerd = Containerd::start(Default::default()).await.unwrap();
-        containerd.import_test_images().unwrap();
-        let kubelet =
-            Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
-        Self { api, kubelet, containerd }
-    }
-
-    fn logs(&self, what: &str) -> String {
-        format!(
-            "{what}\nkubelet:\n{}\napiserver:\n{}\ncontainerd:\n{}",
-            self.kubelet.log_tail(40),
-            self.api.log_tail(20),
-            self.containerd.log_tail(20)
-        )
+        Self(JoinedNode::start(NODE).await.unwrap())
     }
 
     /// Creates nginx-pod and waits until its nginx container runs.
@@ -100,11 +89,8 @@ impl Cluster {
         self.api.kubectl(args).unwrap()
     }
 
-    async fn stop(mut self) {
-        self.kubelet.stop();
-        drop(self.api);
-        let report = self.containerd.stop().await;
-        assert!(report.is_clean(), "teardown leaked: {report:#?}");
+    async fn stop(self) {
+        self.0.stop().await.unwrap();
     }
 }
 

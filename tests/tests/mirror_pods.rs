@@ -8,9 +8,7 @@
 
 use std::time::Duration;
 
-use e2e::apiserver::ApiServer;
-use e2e::containerd::Containerd;
-use e2e::kubelet::Kubelet;
+use e2e::cluster::JoinedNode;
 use e2e::{eventually, require};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
@@ -68,18 +66,13 @@ async fn a_static_pod_is_mirrored_recreated_replaced_and_removed_through_the_api
     if !require::real_runtime(require::CONTAINERD_TOOLS) {
         return;
     }
-    let api = ApiServer::start_for_nodes(&[NODE]).unwrap();
-    let containerd = Containerd::start(Default::default()).await.unwrap();
-    containerd.import_test_images().unwrap();
-    let mut kubelet =
-        Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
+    let cluster = JoinedNode::start(NODE).await.unwrap();
+    let (api, kubelet) = (&cluster.api, &cluster.kubelet);
     let client = api.admin_client().await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
     let nodes: Api<Node> = Api::all(client.clone());
-    let cri = containerd.client().await.unwrap();
-    let logs = |what: &str| {
-        format!("{what}\nkubelet:\n{}\napiserver:\n{}", kubelet.log_tail(30), api.log_tail(10))
-    };
+    let cri = cluster.containerd.client().await.unwrap();
+    let logs = |what: &str| cluster.logs(what);
     let path = kubelet.write_manifest("web.yaml", &manifest("1")).unwrap();
 
     // The mirror appears, annotated with the static pod's hash, owned by the Node, and shows
@@ -146,7 +139,5 @@ async fn a_static_pod_is_mirrored_recreated_replaced_and_removed_through_the_api
     .await
     .unwrap();
 
-    kubelet.stop();
-    let report = containerd.stop().await;
-    assert!(report.is_clean(), "teardown leaked: {report:#?}");
+    cluster.stop().await.unwrap();
 }

@@ -10,9 +10,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use e2e::apiserver::ApiServer;
-use e2e::containerd::Containerd;
-use e2e::kubelet::Kubelet;
+use e2e::cluster::JoinedNode;
 use e2e::registry::http_get;
 use e2e::scheduler::Scheduler;
 use e2e::{eventually, require};
@@ -39,21 +37,12 @@ async fn the_seed_pod_is_created_scheduled_run_logged_execed_and_deleted_through
     if !require::real_runtime(require::CONTAINERD_TOOLS) {
         return;
     }
-    let api = ApiServer::start_for_nodes(&[NODE]).unwrap();
-    let containerd = Containerd::start(Default::default()).await.unwrap();
-    containerd.import_test_images().unwrap();
-    let mut kubelet =
-        Kubelet::start_joined(&containerd, NODE, &api.node_kubeconfig(NODE).unwrap()).unwrap();
-    let scheduler = Scheduler::start(&api, &[]).unwrap();
+    let cluster = JoinedNode::start(NODE).await.unwrap();
+    let api = &cluster.api;
+    let scheduler = Scheduler::start(api, &[]).unwrap();
     let pods: Api<Pod> = Api::namespaced(api.admin_client().await.unwrap(), "default");
-    let logs = |what: &str| {
-        format!(
-            "{what}\nkubelet:\n{}\nscheduler:\n{}\napiserver:\n{}",
-            kubelet.log_tail(30),
-            scheduler.log_tail(10),
-            api.log_tail(10)
-        )
-    };
+    let logs =
+        |what: &str| format!("{}\nscheduler:\n{}", cluster.logs(what), scheduler.log_tail(10));
     let nodes =
         kube::Api::<k8s_openapi::api::core::v1::Node>::all(api.admin_client().await.unwrap());
     eventually("node registered", WAIT, POLL, || async { nodes.get_opt(NODE).await.ok()? })
@@ -120,7 +109,7 @@ async fn the_seed_pod_is_created_scheduled_run_logged_execed_and_deleted_through
     let out = api.kubectl(&["delete", "pod", "nginx-pod", "--grace-period=3"]).unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(pods.get_opt("nginx-pod").await.unwrap().is_none(), "kubectl delete waits for it");
-    let cri = containerd.client().await.unwrap();
+    let cri = cluster.containerd.client().await.unwrap();
     let running = cri
         .list_containers(cri::ListContainersRequest { filter: None })
         .await
@@ -132,7 +121,5 @@ async fn the_seed_pod_is_created_scheduled_run_logged_execed_and_deleted_through
     assert_eq!(running, 0, "the container was stopped before the deletion was confirmed");
 
     drop(scheduler);
-    kubelet.stop();
-    let report = containerd.stop().await;
-    assert!(report.is_clean(), "teardown leaked: {report:#?}");
+    cluster.stop().await.unwrap();
 }

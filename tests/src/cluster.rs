@@ -1,0 +1,45 @@
+//! [`JoinedNode`]: the smallest cluster the API-level tests need — apiserver-lite with a token
+//! for the node, a private containerd with the test images, and a kubelet joined to the
+//! apiserver — started in that order and torn down in the reverse one, leak-checked.
+
+use crate::apiserver::ApiServer;
+use crate::containerd::Containerd;
+use crate::kubelet::Kubelet;
+
+#[derive(Debug)]
+pub struct JoinedNode {
+    pub api: ApiServer,
+    pub containerd: Containerd,
+    pub kubelet: Kubelet,
+}
+
+impl JoinedNode {
+    pub async fn start(node: &str) -> anyhow::Result<Self> {
+        let api = ApiServer::start_for_nodes(&[node])?;
+        let containerd = Containerd::start(Default::default()).await?;
+        containerd.import_test_images()?;
+        let kubelet = Kubelet::start_joined(&containerd, node, &api.node_kubeconfig(node)?)?;
+        Ok(Self { api, containerd, kubelet })
+    }
+
+    /// `what`, followed by the tails of the kubelet's, the apiserver's and containerd's logs: a
+    /// failure message.
+    pub fn logs(&self, what: &str) -> String {
+        format!(
+            "{what}\nkubelet:\n{}\napiserver:\n{}\ncontainerd:\n{}",
+            self.kubelet.log_tail(40),
+            self.api.log_tail(20),
+            self.containerd.log_tail(20)
+        )
+    }
+
+    /// Stops the kubelet (pods keep running), the apiserver, then containerd with every pod;
+    /// an error lists whatever teardown left behind.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        self.kubelet.stop();
+        drop(self.api);
+        let report = self.containerd.stop().await;
+        anyhow::ensure!(report.is_clean(), "teardown leaked: {report:#?}");
+        Ok(())
+    }
+}
