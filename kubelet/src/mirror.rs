@@ -221,7 +221,7 @@ impl MirrorSync {
                 .filter(|p| !p.terminated && source_of(&p.pod) == Some(Source::File))
                 .map(|p| p.pod)
                 .collect();
-            let orphans = if housekeeping && self.sources_ready.all_ready() {
+            let orphans = if housekeeping && self.sources_ready.pods_handled() {
                 Orphans::Delete
             } else {
                 Orphans::Keep

@@ -109,6 +109,10 @@ impl SyncLoop {
                 _ = sync_ticker.tick() => SyncLoopEvent::SyncTick,
                 _ = housekeeping.tick() => SyncLoopEvent::Housekeeping,
             };
+            // Before handling: a housekeeping tick may win the select over a queued update.
+            if inputs.config.is_empty() {
+                self.sources_ready.note_queue_drained();
+            }
             let runtime_pods = inputs.runtime_pods.borrow().clone();
             self.handle(event, &runtime_pods);
         }
@@ -200,11 +204,11 @@ impl SyncLoop {
         self.workers.update(&uid, Work::Sync(pod));
     }
 
-    /// Kills pods the runtime holds that no source wants (once every source has been heard
-    /// from, so a restart does not kill pods before their manifests are read).
+    /// Kills pods the runtime holds that no source wants (once every source's first pods have
+    /// been handled here, so a restart does not kill pods before their manifests are read).
     fn housekeeping(&mut self, runtime_pods: &RuntimePods) {
         self.runtime.gc();
-        if !self.sources_ready.all_ready() || !runtime_pods.relisted {
+        if !self.sources_ready.pods_handled() || !runtime_pods.relisted {
             return;
         }
         for uid in &runtime_pods.uids {

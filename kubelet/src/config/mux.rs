@@ -1,7 +1,8 @@
 //! The pod config mux: merges each source's full pod set into per-source updates, as upstream's
-//! `podStorage.Merge`, and tracks which sources have been seen (housekeeping waits for all).
+//! `podStorage.Merge`, and tracks which sources have been seen and handled (housekeeping waits).
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -15,26 +16,47 @@ use super::{Op, PodUpdate, Source, SourceSet};
 /// Annotations the kubelet itself sets; a change in them is not a change of the pod.
 const LOCAL_ANNOTATIONS: [&str; 3] = [keys::CONFIG_SOURCE, keys::CONFIG_SEEN, keys::CONFIG_MIRROR];
 
-/// Which sources have delivered their first set. Until all have, the kubelet must not remove
-/// runtime pods that no source has claimed yet.
+/// Which sources have delivered their first set (marked by the mux, after it has queued the
+/// set's updates), and whether the sync loop has since handled those updates. Until it has, the
+/// kubelet must not treat runtime pods or mirror pods that no source has claimed as orphans.
 #[derive(Debug)]
 pub struct SourcesReady {
     expected: HashSet<Source>,
     seen: Mutex<HashSet<Source>>,
+    handled: AtomicBool,
 }
 
 impl SourcesReady {
     pub fn new(expected: impl IntoIterator<Item = Source>) -> Self {
-        Self { expected: expected.into_iter().collect(), seen: Mutex::default() }
+        Self {
+            expected: expected.into_iter().collect(),
+            seen: Mutex::default(),
+            handled: AtomicBool::new(false),
+        }
     }
 
-    fn mark(&self, source: Source) {
+    pub(crate) fn mark(&self, source: Source) {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner).insert(source);
     }
 
+    /// Every source has delivered its first set to the mux.
     pub fn all_ready(&self) -> bool {
         let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         self.expected.iter().all(|s| seen.contains(s))
+    }
+
+    /// Called by the sync loop whenever its config queue is empty: once every source is ready,
+    /// their first pods were queued before that and so have now been handled.
+    pub(crate) fn note_queue_drained(&self) {
+        if !self.handled.load(Ordering::Acquire) && self.all_ready() {
+            self.handled.store(true, Ordering::Release);
+        }
+    }
+
+    /// Every source's first pods have been handled by the sync loop: a pod no source wants is
+    /// now known to be an orphan.
+    pub fn pods_handled(&self) -> bool {
+        self.handled.load(Ordering::Acquire)
     }
 }
 
@@ -258,5 +280,16 @@ mod tests {
         assert!(!r.all_ready());
         r.mark(Source::Api);
         assert!(r.all_ready());
+    }
+
+    #[test]
+    fn pods_are_handled_only_when_the_queue_drains_after_every_source_is_ready() {
+        let r = SourcesReady::new([Source::File]);
+        r.note_queue_drained();
+        assert!(!r.pods_handled(), "no source has delivered");
+        r.mark(Source::File);
+        assert!(!r.pods_handled(), "ready, but the loop has not seen its queue empty since");
+        r.note_queue_drained();
+        assert!(r.pods_handled());
     }
 }
