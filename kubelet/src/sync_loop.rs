@@ -58,6 +58,13 @@ pub struct SyncLoop {
     max_pods: usize,
 }
 
+/// Whether every source's first pods have been handled here. The mux queues a source's updates
+/// before marking it ready, so readiness is read first: if every source is ready, their first
+/// updates were queued before this call, and an empty queue means they have been handled.
+fn first_pods_handled(ready: &SourcesReady, config: &mpsc::Receiver<PodUpdate>) -> bool {
+    ready.all_ready() && config.is_empty()
+}
+
 fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
 }
@@ -110,8 +117,10 @@ impl SyncLoop {
                 _ = housekeeping.tick() => SyncLoopEvent::Housekeeping,
             };
             // Before handling: a housekeeping tick may win the select over a queued update.
-            if inputs.config.is_empty() {
-                self.sources_ready.note_queue_drained();
+            if !self.sources_ready.pods_handled()
+                && first_pods_handled(&self.sources_ready, &inputs.config)
+            {
+                self.sources_ready.mark_handled();
             }
             let runtime_pods = inputs.runtime_pods.borrow().clone();
             self.handle(event, &runtime_pods);
@@ -217,5 +226,25 @@ impl SyncLoop {
                 self.workers.update(uid, Work::Terminate { grace: None });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Source;
+
+    #[tokio::test]
+    async fn first_pods_count_as_handled_only_once_the_ready_sources_updates_were_taken() {
+        let ready = SourcesReady::new([Source::File]);
+        let (tx, mut rx) = mpsc::channel(4);
+        assert!(!first_pods_handled(&ready, &rx), "no source has delivered");
+        // The mux's order: queue the source's updates, then mark it ready.
+        let update = PodUpdate { op: Op::Add, source: Source::File, pods: Vec::new() };
+        tx.send(update).await.expect("queued");
+        ready.mark(Source::File);
+        assert!(!first_pods_handled(&ready, &rx), "ready, but its pods are still queued");
+        rx.recv().await.expect("taken");
+        assert!(first_pods_handled(&ready, &rx));
     }
 }

@@ -45,12 +45,9 @@ impl SourcesReady {
         self.expected.iter().all(|s| seen.contains(s))
     }
 
-    /// Called by the sync loop whenever its config queue is empty: once every source is ready,
-    /// their first pods were queued before that and so have now been handled.
-    pub(crate) fn note_queue_drained(&self) {
-        if !self.handled.load(Ordering::Acquire) && self.all_ready() {
-            self.handled.store(true, Ordering::Release);
-        }
+    /// Called by the sync loop once it has handled every source's first pods.
+    pub(crate) fn mark_handled(&self) {
+        self.handled.store(true, Ordering::Release);
     }
 
     /// Every source's first pods have been handled by the sync loop: a pod no source wants is
@@ -280,16 +277,5 @@ mod tests {
         assert!(!r.all_ready());
         r.mark(Source::Api);
         assert!(r.all_ready());
-    }
-
-    #[test]
-    fn pods_are_handled_only_when_the_queue_drains_after_every_source_is_ready() {
-        let r = SourcesReady::new([Source::File]);
-        r.note_queue_drained();
-        assert!(!r.pods_handled(), "no source has delivered");
-        r.mark(Source::File);
-        assert!(!r.pods_handled(), "ready, but the loop has not seen its queue empty since");
-        r.note_queue_drained();
-        assert!(r.pods_handled());
     }
 }
