@@ -5,6 +5,7 @@ use api::validation::ErrorList;
 use serde_json::{Value, json};
 
 use crate::resources::ResourceType;
+use crate::storage::Revision;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code} {reason}: {message}")]
@@ -87,6 +88,29 @@ impl ApiError {
         d["kind"] = json!(r.kind);
         d["causes"] = json!(causes);
         Self { details: Some(d), ..Self::new(422, "Invalid", errors.status_message(r.kind, name)) }
+    }
+
+    /// 422 for list or watch parameters that contradict each other, as upstream reports its
+    /// `ListOptions` validation.
+    pub fn invalid_list_options(errors: &ErrorList) -> Self {
+        let causes: Vec<Value> = errors
+            .0
+            .iter()
+            .map(|e| json!({ "reason": e.kind.cause_reason(), "message": e.message(), "field": e.field }))
+            .collect();
+        let d = json!({ "group": "meta.k8s.io", "kind": "ListOptions", "causes": causes });
+        let message = errors.status_message("ListOptions.meta.k8s.io", "");
+        Self { details: Some(d), ..Self::new(422, "Invalid", message) }
+    }
+
+    /// 504 for a read at a revision the store has not reached (upstream's wording; clients retry).
+    pub fn too_large_resource_version(requested: Revision, current: Revision) -> Self {
+        let d = json!({
+            "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+            "retryAfterSeconds": 1,
+        });
+        let message = format!("Too large resource version: {requested}, current: {current}");
+        Self { details: Some(d), ..Self::new(504, "Timeout", message) }
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {

@@ -13,6 +13,7 @@
 //! - [`objects`]: decoding, defaults, create and update rules, validation.
 //! - [`protobuf`]: protobuf request bodies from kubectl's typed clients.
 //! - [`patch`]: merge, JSON and strategic merge patches.
+//! - [`list`]: list options, paging over one snapshot, which revision a list reads.
 //! - [`registry`]: get, list, create, update, delete and watch over the store.
 //! - [`binding`]: `pods/binding`, assigning a pod to a node.
 
@@ -22,6 +23,7 @@ pub mod certs;
 pub mod discovery;
 pub mod errors;
 pub mod http;
+pub mod list;
 pub mod objects;
 pub mod patch;
 pub mod protobuf;

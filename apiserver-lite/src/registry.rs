@@ -10,44 +10,16 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::errors::ApiError;
+use crate::list::ContinueToken;
+pub use crate::list::{ListAt, ListOptions, ListPage};
 use crate::objects::{self, FieldValidation};
 use crate::resources::{self, RESOURCES, ResourceType};
-use crate::selectors::{self, FieldSelector, LabelSelector};
 use crate::storage::memory::Mutation;
 use crate::storage::{self, EventType, Revision, Store};
 
 /// Namespaces that exist from the start.
 pub const INITIAL_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
-
-#[derive(Debug, Clone, Default)]
-pub struct ListOptions {
-    pub labels: LabelSelector,
-    pub fields: FieldSelector,
-    pub limit: Option<usize>,
-    pub continue_from: Option<String>,
-}
-
-impl ListOptions {
-    pub fn matches(&self, obj: &Value) -> bool {
-        (self.labels.is_empty() || self.labels.matches(&selectors::labels(obj)))
-            && (self.fields.is_empty() || self.fields.matches(obj))
-    }
-
-    fn filtering(&self) -> bool {
-        !self.labels.is_empty() || !self.fields.is_empty()
-    }
-}
-
-/// One page of a list.
-#[derive(Debug, Clone)]
-pub struct ListPage {
-    pub items: Vec<Bytes>,
-    pub revision: Revision,
-    /// The token for the next page.
-    pub continue_token: Option<String>,
-    pub remaining: Option<usize>,
-}
 
 /// How a write is made: for real or as a dry run, and what unknown fields do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,22 +106,6 @@ fn encode(v: &Value) -> Bytes {
 
 fn rv(obj: &Value) -> Option<&str> {
     obj["metadata"]["resourceVersion"].as_str().filter(|s| !s.is_empty())
-}
-
-fn continue_token(revision: Revision, last_key: &str) -> String {
-    let raw = json!({ "rv": revision, "start": last_key }).to_string();
-    raw.bytes().map(|b| format!("{b:02x}")).collect()
-}
-
-fn parse_continue(token: &str) -> Result<String, ApiError> {
-    let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
-    let bytes: Vec<u8> = (0..token.len())
-        .step_by(2)
-        .map(|i| token.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect::<Option<_>>()
-        .ok_or_else(bad)?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    v["start"].as_str().map(str::to_string).ok_or_else(bad)
 }
 
 fn now_plus(secs: i64) -> String {
@@ -242,22 +198,47 @@ impl Registry {
         parse(&stored.value)
     }
 
-    /// One page of the collection (all namespaces when `ns` is `None`).
+    /// One page of the collection (all namespaces when `ns` is `None`). The first page reads
+    /// the state `opts.at` asks for; later pages read the first page's revision.
     pub fn list(
         &self,
         r: &ResourceType,
         ns: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ListPage, ApiError> {
-        let (entries, revision) = self.store.list(&r.prefix(ns));
-        let start = opts.continue_from.as_deref().map(parse_continue).transpose()?;
+        let prefix = r.prefix(ns);
+        let token = opts.continue_from.as_deref().map(ContinueToken::decode).transpose()?;
+        let current = self.store.revision();
+        let (entries, revision) = match (&token, opts.at) {
+            (None, ListAt::Latest) => self.store.list(&prefix),
+            (None, ListAt::NotOlderThan(min)) if min > current => {
+                return Err(ApiError::too_large_resource_version(min, current));
+            }
+            (None, ListAt::NotOlderThan(_)) => self.store.list(&prefix),
+            (None, ListAt::Exact(at)) if at > current => {
+                return Err(ApiError::too_large_resource_version(at, current));
+            }
+            (None, ListAt::Exact(at)) => {
+                let entries = self.store.list_at(&prefix, None, at).map_err(|e| {
+                    ApiError::gone(format!("too old resource version: {at} ({})", e.oldest))
+                })?;
+                (entries, at)
+            }
+            (Some(t), _) => {
+                let entries =
+                    self.store.list_at(&prefix, Some(&t.after_key), t.revision).map_err(|e| {
+                        ApiError::gone(format!(
+                            "the continue token's resource version {} is older than the oldest kept ({}), so it cannot continue a consistent list: start a new list without it",
+                            t.revision, e.oldest
+                        ))
+                    })?;
+                (entries, t.revision)
+            }
+        };
         let mut items = Vec::new();
         let mut last_key = None;
         let mut remaining = 0usize;
         for (key, stored) in entries {
-            if start.as_ref().is_some_and(|s| key.as_str() <= s.as_str()) {
-                continue;
-            }
             if opts.filtering() && !opts.matches(&parse(&stored.value)?) {
                 continue;
             }
@@ -272,11 +253,9 @@ impl Registry {
         Ok(ListPage {
             items,
             revision,
-            continue_token: if more {
-                last_key.map(|k| continue_token(revision, &k))
-            } else {
-                None
-            },
+            continue_token: more
+                .then(|| last_key.map(|after_key| ContinueToken { revision, after_key }.encode()))
+                .flatten(),
             remaining: more.then_some(remaining),
         })
     }
@@ -587,7 +566,7 @@ impl WatchStream {
         let obj = parse(&e.value)?;
         let now = self.list.matches(&obj);
         let before = match &e.prev {
-            Some(p) if self.list.filtering() => self.list.matches(&parse(p)?),
+            Some(p) if self.list.filtering() => self.list.matches(&parse(&p.value)?),
             Some(_) => true,
             None => false,
         };

@@ -231,6 +231,94 @@ async fn oversized_malformed_wrong_kind_and_invalid_bodies_get_upstream_answers(
 }
 
 /// A random JSON value, at most `depth` deep.
+#[tokio::test]
+async fn list_and_watch_parameters_that_contradict_each_other_get_upstream_answers() {
+    let server = Server::start().await;
+    let mut c = Client::new(server.addr);
+    for name in ["a", "b", "c"] {
+        assert_eq!(c.json("POST", PODS, JSON, &pod(name)).await.code, 201);
+    }
+    let get = |q: &str| format!("{PODS}?{q}");
+    let cases = [
+        (
+            "resourceVersionMatch=Exact",
+            422,
+            "Invalid",
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact",
+            422,
+            "Invalid",
+            "\"exact\" is forbidden for resourceVersion \"0\"",
+        ),
+        (
+            "resourceVersion=3&resourceVersionMatch=Latest",
+            422,
+            "Invalid",
+            "Unsupported value: \"Latest\"",
+        ),
+        ("resourceVersion=abc", 400, "BadRequest", "invalid resource version \"abc\""),
+        (
+            "resourceVersion=999999&resourceVersionMatch=Exact",
+            504,
+            "Timeout",
+            "Too large resource version: 999999",
+        ),
+        ("limit=1&continue=nonsense", 400, "BadRequest", "continue key is not valid"),
+        ("sendInitialEvents=true", 422, "Invalid", "sendInitialEvents is forbidden for list"),
+        (
+            "watch=true&resourceVersionMatch=NotOlderThan",
+            422,
+            "Invalid",
+            "forbidden for watch unless sendInitialEvents",
+        ),
+        (
+            "watch=true&sendInitialEvents=true&resourceVersionMatch=Exact",
+            422,
+            "Invalid",
+            "requires setting resourceVersionMatch to NotOlderThan",
+        ),
+    ];
+    for (q, code, reason, words) in cases {
+        let r = c.send("GET", &get(q), None, vec![]).await;
+        let msg = assert_status(&r, code, reason);
+        assert!(msg.contains(words), "{q}: {msg}");
+    }
+    let r = c.send("GET", &get("resourceVersionMatch=Exact"), None, vec![]).await;
+    assert_eq!(r.body["details"]["kind"], "ListOptions");
+    assert_eq!(r.body["details"]["causes"][0]["field"], "resourceVersionMatch");
+
+    // Paging over HTTP: the second page is read at the first page's revision.
+    let first = c.send("GET", &get("limit=2"), None, vec![]).await;
+    let token = first.body["metadata"]["continue"].as_str().unwrap().to_string();
+    assert_eq!(first.body["metadata"]["remainingItemCount"], 1);
+    let r = c.send("DELETE", &format!("{PODS}/c"), None, vec![]).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = c
+        .send("GET", &get(&format!("limit=2&continue={token}&resourceVersion=5")), None, vec![])
+        .await;
+    assert_status(&r, 400, "BadRequest");
+    let second = c.send("GET", &get(&format!("limit=2&continue={token}")), None, vec![]).await;
+    assert_eq!(second.code, 200, "{}", second.body);
+    assert_eq!(second.body["items"][0]["metadata"]["name"], "c");
+    assert_eq!(
+        second.body["metadata"]["resourceVersion"],
+        first.body["metadata"]["resourceVersion"]
+    );
+    let rv = first.body["metadata"]["resourceVersion"].as_str().unwrap();
+    let exact = c
+        .send(
+            "GET",
+            &get(&format!("resourceVersion={rv}&resourceVersionMatch=Exact")),
+            None,
+            vec![],
+        )
+        .await;
+    assert_eq!(exact.body["items"].as_array().unwrap().len(), 3, "{}", exact.body);
+    server.stop().await;
+}
+
 fn random_value(rng: &mut StdRng, depth: u32) -> Value {
     match rng.random_range(0..if depth == 0 { 6 } else { 8 }) {
         0 => Value::Null,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use apiserver_lite::objects::FieldValidation;
 use apiserver_lite::registry::{
-    DeleteOptions, ListOptions, Registry, WatchItem, WatchOptions, WatchStart, WriteOptions,
+    DeleteOptions, ListAt, ListOptions, Registry, WatchItem, WatchOptions, WatchStart, WriteOptions,
 };
 
 const W: WriteOptions = WriteOptions { dry_run: false, validation: FieldValidation::Strict };
@@ -99,6 +99,75 @@ async fn paging_follows_continue_tokens() {
     assert_eq!(names, ["p0", "p1", "p2", "p3", "p4"]);
     let bad = ListOptions { continue_from: Some("zz".into()), ..ListOptions::default() };
     assert_eq!(r.list(pods(), Some("default"), &bad).unwrap_err().code, 400);
+}
+
+fn names(page: &apiserver_lite::registry::ListPage) -> Vec<String> {
+    page.items
+        .iter()
+        .map(|item| {
+            let v: Value = serde_json::from_slice(item).unwrap();
+            v["metadata"]["name"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    for i in 0..5 {
+        create(&r, &format!("p{i}")).await;
+    }
+    let mut opts = ListOptions { limit: Some(2), ..ListOptions::default() };
+    let first = r.list(pods(), Some("default"), &opts).unwrap();
+    assert_eq!(names(&first), ["p0", "p1"]);
+    // Writes between the pages: a deletion, a label change and a creation.
+    r.delete(pods(), Some("default"), "p2", &DeleteOptions::default(), false).await.unwrap();
+    let mut p3 = r.get(pods(), Some("default"), "p3").unwrap();
+    p3["metadata"]["labels"]["changed"] = json!("yes");
+    r.update(pods(), Some("default"), "p3", None, p3, W).await.unwrap();
+    create(&r, "p25").await;
+
+    opts.continue_from = first.continue_token.clone();
+    let second = r.list(pods(), Some("default"), &opts).unwrap();
+    assert_eq!(names(&second), ["p2", "p3"], "the deleted pod is still in the snapshot");
+    assert_eq!(second.revision, first.revision, "every page reports the snapshot's revision");
+    let p3_then: Value = serde_json::from_slice(&second.items[1]).unwrap();
+    assert!(p3_then["metadata"]["labels"].get("changed").is_none(), "{p3_then}");
+    opts.continue_from = second.continue_token.clone();
+    let third = r.list(pods(), Some("default"), &opts).unwrap();
+    assert_eq!((names(&third), third.continue_token), (vec!["p4".to_string()], None));
+
+    // A fresh list sees the writes.
+    let now = r.list(pods(), Some("default"), &ListOptions::default()).unwrap();
+    assert_eq!(names(&now), ["p0", "p1", "p25", "p3", "p4"]);
+    assert!(now.revision > first.revision);
+
+    // resourceVersion with Exact reads the past; beyond the newest revision is a 504 to retry.
+    let exact = ListOptions { at: ListAt::Exact(first.revision), ..ListOptions::default() };
+    assert_eq!(
+        names(&r.list(pods(), Some("default"), &exact).unwrap()),
+        ["p0", "p1", "p2", "p3", "p4"]
+    );
+    for at in [ListAt::Exact(now.revision + 10), ListAt::NotOlderThan(now.revision + 10)] {
+        let err = r.list(pods(), None, &ListOptions { at, ..ListOptions::default() }).unwrap_err();
+        assert_eq!((err.code, err.reason), (504, "Timeout"), "{at:?}");
+        assert!(err.message.starts_with("Too large resource version"), "{}", err.message);
+    }
+    let old_enough =
+        ListOptions { at: ListAt::NotOlderThan(first.revision), ..ListOptions::default() };
+    assert_eq!(r.list(pods(), None, &old_enough).unwrap().revision, now.revision);
+
+    // After a restart the history is gone: the old token and revision are 410 Expired.
+    let token = first.continue_token.clone();
+    drop(r);
+    let r = registry(dir.path()).await;
+    let stale = ListOptions { limit: Some(2), continue_from: token, ..ListOptions::default() };
+    let err = r.list(pods(), Some("default"), &stale).unwrap_err();
+    assert_eq!((err.code, err.reason), (410, "Expired"));
+    assert!(err.message.contains("start a new list"), "{}", err.message);
+    let err = r.list(pods(), Some("default"), &exact).unwrap_err();
+    assert_eq!((err.code, err.reason), (410, "Expired"));
 }
 
 #[tokio::test]

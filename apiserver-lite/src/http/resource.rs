@@ -2,6 +2,7 @@
 //! deletecollection, and the `status`, `scale` and `binding` subresources; `log` and `exec` go to
 //! [`proxy`](super::proxy).
 
+use api::validation::{ErrorList, FieldError, Path};
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response};
@@ -15,22 +16,66 @@ use crate::binding::Binding;
 use crate::errors::ApiError;
 use crate::objects::{self, FieldValidation};
 use crate::patch::{self, PatchType};
-use crate::registry::{DeleteOptions, ListOptions, WatchOptions, WatchStart, WriteOptions};
+use crate::registry::{DeleteOptions, ListAt, ListOptions, WatchOptions, WatchStart, WriteOptions};
 use crate::request::{Query, ResourceRequest};
 use crate::resources::{self, ResourceType};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::table::{self, IncludeObject};
 
+/// A list's options: selectors, paging, and the revision it reads.
 fn list_options(r: &ResourceType, q: &Query) -> Result<ListOptions, ApiError> {
+    if q.flag("sendInitialEvents") {
+        return Err(forbidden_option(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    let limit =
+        q.number("limit")?.filter(|l| *l > 0).map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+    let continue_from = q.get("continue").filter(|c| !c.is_empty()).map(str::to_string);
+    let at = ListAt::parse(
+        q.get("resourceVersion"),
+        q.get("resourceVersionMatch"),
+        limit.is_some(),
+        continue_from.is_some(),
+    )?;
+    Ok(ListOptions { limit, continue_from, at, ..selection(r, q)? })
+}
+
+/// A watch's options: only the selectors; where it starts is its [`WatchStart`]. A match on
+/// the resource version belongs to WatchList requests (`sendInitialEvents`), as upstream checks.
+fn watch_selection(r: &ResourceType, q: &Query) -> Result<ListOptions, ApiError> {
+    let rv_match = q.get("resourceVersionMatch").filter(|m| !m.is_empty());
+    match (q.flag("sendInitialEvents"), rv_match) {
+        (false, Some(_)) => {
+            return Err(forbidden_option(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        (true, m) if m != Some("NotOlderThan") => {
+            return Err(forbidden_option(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        _ => {}
+    }
+    selection(r, q)
+}
+
+fn selection(r: &ResourceType, q: &Query) -> Result<ListOptions, ApiError> {
     Ok(ListOptions {
         labels: LabelSelector::parse(q.get("labelSelector").unwrap_or_default())?,
         fields: FieldSelector::parse(q.get("fieldSelector").unwrap_or_default(), r)?,
-        limit: q
-            .number("limit")?
-            .filter(|l| *l > 0)
-            .map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
-        continue_from: q.get("continue").filter(|c| !c.is_empty()).map(str::to_string),
+        ..ListOptions::default()
     })
+}
+
+fn forbidden_option(field: &str, detail: &str) -> ApiError {
+    let mut errors = ErrorList::default();
+    errors.push(FieldError::forbidden(&Path::root(field), detail));
+    ApiError::invalid_list_options(&errors)
 }
 
 fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
@@ -141,7 +186,7 @@ pub async fn handle(
             };
             let opts = WatchOptions {
                 start,
-                list: list_options(r, &q)?,
+                list: watch_selection(r, &q)?,
                 bookmarks: q.flag("allowWatchBookmarks"),
             };
             let stream = registry.watch(r, ns, opts)?;

@@ -39,8 +39,8 @@ pub struct Event {
     pub kind: EventType,
     /// The new value; for a deletion, the last value.
     pub value: Bytes,
-    /// The value before, for modifications and deletions.
-    pub prev: Option<Bytes>,
+    /// The value before, with its revision, for modifications and deletions.
+    pub prev: Option<Stored>,
 }
 
 /// What a mutation decided.
@@ -231,6 +231,40 @@ impl Store {
         (items, state.revision)
     }
 
+    /// Every key under `prefix` after `after_key`, in key order, as it was at revision `at`:
+    /// the current objects with the kept history after `at` undone. A revision before the
+    /// oldest kept event is [`Expired`]; one past the current revision reads the current state.
+    pub fn list_at(
+        &self,
+        prefix: &str,
+        after_key: Option<&str>,
+        at: Revision,
+    ) -> Result<Vec<(String, Stored)>, Expired> {
+        let s = self.read();
+        if at < s.oldest_watchable {
+            return Err(Expired { requested: at, oldest: s.oldest_watchable });
+        }
+        let wanted = |k: &str| k.starts_with(prefix) && after_key.is_none_or(|a| k > a);
+        let start = after_key.map_or_else(|| prefix.to_string(), str::to_string);
+        let mut items: BTreeMap<String, Stored> = s
+            .objects
+            .range(start..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(k, _)| wanted(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for e in s.history.iter().rev().take_while(|e| e.revision > at) {
+            if !wanted(&e.key) {
+                continue;
+            }
+            match &e.prev {
+                Some(before) => items.insert(e.key.clone(), before.clone()),
+                None => items.remove(&e.key),
+            };
+        }
+        Ok(items.into_iter().collect())
+    }
+
     /// Applies `decide` to the key's latest value under the write lock. `decide` receives the
     /// revision the write will get (so the value can carry it as its resourceVersion). Returns
     /// once the write is durable and visible to readers and watchers.
@@ -283,7 +317,7 @@ impl Store {
                     current.as_ref().map(|c| c.value.clone()).unwrap_or_default()
                 }
             },
-            prev: current.map(|c| c.value),
+            prev: current,
         });
         let value = match &write {
             Write::Put { value, .. } => Some(value.clone()),
@@ -404,12 +438,43 @@ mod tests {
         put(&s, "/pods/a", "2").await;
         let e = w.next().await.unwrap();
         assert_eq!(
-            (e.key.as_str(), e.kind, e.prev.as_deref()),
-            ("/pods/a", EventType::Modified, Some(&b"1"[..]))
+            (e.key.as_str(), e.kind, e.prev.as_ref().map(|p| (p.value.as_ref(), p.revision))),
+            ("/pods/a", EventType::Modified, Some((&b"1"[..], 1)))
         );
         s.mutate::<StorageError, _>("/pods/a", |_, _| Ok(Mutation::Delete)).await.unwrap();
         let e = w.next().await.unwrap();
         assert_eq!((e.kind, e.value.as_ref()), (EventType::Deleted, &b"2"[..]));
+    }
+
+    #[tokio::test]
+    async fn a_list_at_a_past_revision_undoes_the_later_writes_under_its_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        put(&s, "/pods/a", "1").await; // 1
+        put(&s, "/pods/b", "1").await; // 2
+        put(&s, "/pods/a", "2").await; // 3
+        s.mutate::<StorageError, _>("/pods/b", |_, _| Ok(Mutation::Delete)).await.unwrap(); // 4
+        put(&s, "/pods/c", "1").await; // 5
+        put(&s, "/podsx", "1").await; // 6: another prefix
+        let at = |rev, after| {
+            s.list_at("/pods/", after, rev)
+                .unwrap()
+                .into_iter()
+                .map(|(k, v)| (k, String::from_utf8(v.value.to_vec()).unwrap(), v.revision))
+                .collect::<Vec<_>>()
+        };
+        let kv = |k: &str, v: &str, r| (k.to_string(), v.to_string(), r);
+        assert_eq!(at(2, None), [kv("/pods/a", "1", 1), kv("/pods/b", "1", 2)]);
+        assert_eq!(at(3, None), [kv("/pods/a", "2", 3), kv("/pods/b", "1", 2)]);
+        assert_eq!(at(4, None), [kv("/pods/a", "2", 3)]);
+        assert_eq!(at(6, None), [kv("/pods/a", "2", 3), kv("/pods/c", "1", 5)]);
+        assert_eq!(at(2, Some("/pods/a")), [kv("/pods/b", "1", 2)]);
+        assert_eq!(at(0, None), []);
+        assert_eq!(at(99, None), at(6, None), "a future revision reads the current state");
+        drop(s);
+        let s = store(dir.path()); // history starts empty after a restart
+        assert_eq!(s.list_at("/", None, 5).unwrap_err(), Expired { requested: 5, oldest: 6 });
+        assert_eq!(s.list_at("/pods/", None, 6).unwrap().len(), 2);
     }
 
     #[tokio::test]
