@@ -179,10 +179,10 @@ pub fn openapi_v3(group: &str, version: &str) -> Option<Value> {
         } else {
             format!("/apis/{group}/{version}")
         };
-        let path = if r.namespaced {
-            format!("{base}/namespaces/{{namespace}}/{}/{{name}}", r.name)
-        } else {
-            format!("{base}/{}/{{name}}", r.name)
+        let path = match (r.is_stored(), r.namespaced) {
+            (false, _) => format!("{base}/{}", r.name),
+            (true, true) => format!("{base}/namespaces/{{namespace}}/{}/{{name}}", r.name),
+            (true, false) => format!("{base}/{}/{{name}}", r.name),
         };
         let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
         let params = json!([
@@ -191,7 +191,12 @@ pub fn openapi_v3(group: &str, version: &str) -> Option<Value> {
             {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
         ]);
         let op = |verb: &str| json!({"operationId": format!("{verb}{}", r.kind), "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk, "parameters": params, "responses": {"200": {"description": "OK"}}});
-        paths.insert(path, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
+        let ops = if r.is_stored() {
+            json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")})
+        } else {
+            json!({"post": op("post")})
+        };
+        paths.insert(path, ops);
     }
     (!paths.is_empty()).then(|| json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": format!("v1.{KUBE_MINOR}.0")}, "paths": paths, "components": {"schemas": {}}}))
 }

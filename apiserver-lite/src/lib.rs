@@ -15,6 +15,7 @@
 //! - [`patch`]: merge, JSON and strategic merge patches.
 //! - [`list`]: list options, paging over one snapshot, which revision a list reads.
 //! - [`registry`]: get, list, create, update, delete and watch over the store.
+//! - [`reviews`]: `auth can-i` and `auth whoami` answered, never stored.
 //! - [`binding`]: `pods/binding`, assigning a pod to a node.
 
 pub mod auth;
@@ -30,6 +31,7 @@ pub mod protobuf;
 pub mod registry;
 pub mod request;
 pub mod resources;
+pub mod reviews;
 pub mod selectors;
 pub mod server;
 pub mod storage;

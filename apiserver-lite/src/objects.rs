@@ -101,6 +101,12 @@ pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiE
         ("apps", "DaemonSet") => decode_typed::<DaemonSet>(r, obj),
         ("coordination.k8s.io", "Lease") => decode_typed::<Lease>(r, obj),
         ("events.k8s.io", "Event") => decode_typed::<k8s_openapi::api::events::v1::Event>(r, obj),
+        ("authorization.k8s.io", "SelfSubjectAccessReview") => {
+            decode_typed::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(r, obj)
+        }
+        ("authentication.k8s.io", "SelfSubjectReview") => {
+            decode_typed::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(r, obj)
+        }
         _ => Ok((obj, Vec::new())),
     }
 }

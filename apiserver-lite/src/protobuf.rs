@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use k8s_pb::api::apps::v1 as apps;
+use k8s_pb::api::authentication::v1 as authn;
+use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use prost::Message;
@@ -52,6 +54,13 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
             json!({"metadata": object_meta(s.metadata), "data": b64_map(s.data), "stringData": s.string_data, "type": s.r#type, "immutable": s.immutable})
         }
         ("v1", "Service") => service(core::Service::decode(raw).map_err(decode_err)?),
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
+            access_review(authz::SelfSubjectAccessReview::decode(raw).map_err(decode_err)?)
+        }
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
+            let r = authn::SelfSubjectReview::decode(raw).map_err(decode_err)?;
+            json!({"metadata": object_meta(r.metadata)})
+        }
         ("v1", "Pod") => {
             let p = core::Pod::decode(raw).map_err(decode_err)?;
             json!({"metadata": object_meta(p.metadata), "spec": p.spec.map(pod_spec)})
@@ -61,7 +70,7 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
                 code: 415,
                 reason: "UnsupportedMediaType",
                 message: format!(
-                    "protobuf bodies are decoded for Deployment, Namespace, ConfigMap, Secret, Service and Pod; send {api_version} {kind} as JSON"
+                    "protobuf bodies are decoded for Deployment, Namespace, ConfigMap, Secret, Service, Pod, SelfSubjectAccessReview and SelfSubjectReview; send {api_version} {kind} as JSON"
                 ),
                 details: None,
             });
@@ -71,6 +80,18 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
     v["apiVersion"] = json!(api_version);
     v["kind"] = json!(kind);
     Ok(v)
+}
+
+fn access_review(r: authz::SelfSubjectAccessReview) -> Value {
+    let spec = r.spec.unwrap_or_default();
+    let resource = spec.resource_attributes.map(|a| {
+        json!({"namespace": a.namespace, "verb": a.verb, "group": a.group, "version": a.version,
+               "resource": a.resource, "subresource": a.subresource, "name": a.name})
+    });
+    let non_resource =
+        spec.non_resource_attributes.map(|n| json!({"path": n.path, "verb": n.verb}));
+    json!({"metadata": object_meta(r.metadata),
+           "spec": {"resourceAttributes": resource, "nonResourceAttributes": non_resource}})
 }
 
 /// Drops what Go's JSON encoding would omit: nulls, empty strings, lists and maps, false, zero.
@@ -277,5 +298,34 @@ mod tests {
         let err = decode(&envelope("batch/v1", "Job", vec![])).unwrap_err();
         assert_eq!(err.code, 415);
         assert_eq!(decode(b"not protobuf").unwrap_err().code, 400);
+    }
+
+    #[test]
+    fn an_access_review_as_kubectl_auth_can_i_sends_it() {
+        let review = authz::SelfSubjectAccessReview {
+            metadata: Some(meta::ObjectMeta::default()),
+            spec: Some(authz::SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(authz::ResourceAttributes {
+                    namespace: Some("default".into()),
+                    verb: Some("get".into()),
+                    group: Some(String::new()),
+                    resource: Some("pods".into()),
+                    ..Default::default()
+                }),
+                non_resource_attributes: None,
+            }),
+            status: None,
+        };
+        let v = decode(&envelope(
+            "authorization.k8s.io/v1",
+            "SelfSubjectAccessReview",
+            review.encode_to_vec(),
+        ))
+        .unwrap();
+        assert_eq!(
+            v,
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "metadata": {},
+                   "spec": {"resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}}})
+        );
     }
 }

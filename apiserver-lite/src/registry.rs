@@ -541,7 +541,7 @@ impl Registry {
     }
 }
 
-fn field_warnings(
+pub(crate) fn field_warnings(
     unknown: &[String],
     validation: FieldValidation,
 ) -> Result<Vec<String>, ApiError> {

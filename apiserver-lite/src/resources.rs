@@ -15,6 +15,9 @@ pub struct ResourceType {
     pub categories: &'static [&'static str],
     /// Subresources this server implements, e.g. `status`, `scale`, `binding`.
     pub subresources: &'static [&'static str],
+    /// What may be done to it: every verb for stored types, `create` alone for the reviews
+    /// (answered, never stored; see [`crate::reviews`]).
+    pub verbs: &'static [&'static str],
 }
 
 const VERBS: [&str; 8] =
@@ -23,7 +26,25 @@ const VERBS: [&str; 8] =
 macro_rules! rt {
     ($g:literal, $v:literal, $name:literal, $singular:literal, $kind:literal, $ns:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:literal),*]) => {
         ResourceType { group: $g, version: $v, name: $name, singular: $singular, kind: $kind, namespaced: $ns,
-            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$($sub),*] }
+            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$($sub),*], verbs: &VERBS }
+    };
+}
+
+/// A review type: created to get an answer, never stored.
+macro_rules! review {
+    ($g:literal, $name:literal, $singular:literal, $kind:literal) => {
+        ResourceType {
+            group: $g,
+            version: "v1",
+            name: $name,
+            singular: $singular,
+            kind: $kind,
+            namespaced: false,
+            short_names: &[],
+            categories: &[],
+            subresources: &[],
+            verbs: &["create"],
+        }
     };
 }
 
@@ -83,11 +104,28 @@ pub const RESOURCES: &[ResourceType] = &[
     rt!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, ["ds"], ["all"], ["status"]),
     rt!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, [], [], []),
     rt!("events.k8s.io", "v1", "events", "event", "Event", true, ["ev"], [], []),
+    review!(
+        "authorization.k8s.io",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview"
+    ),
+    review!(
+        "authentication.k8s.io",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        "SelfSubjectReview"
+    ),
 ];
 
 impl ResourceType {
     pub fn verbs(&self) -> &'static [&'static str] {
-        &VERBS
+        self.verbs
+    }
+
+    /// Whether objects of this type are kept in the store (the reviews are not).
+    pub fn is_stored(&self) -> bool {
+        self.verbs.contains(&"get")
     }
 
     /// `v1` or `apps/v1`.

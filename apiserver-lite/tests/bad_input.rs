@@ -319,6 +319,38 @@ async fn list_and_watch_parameters_that_contradict_each_other_get_upstream_answe
     server.stop().await;
 }
 
+#[tokio::test]
+async fn reviews_are_answered_never_stored_and_malformed_ones_are_named() {
+    let server = Server::start().await;
+    let mut c = Client::new(server.addr);
+    let ssar = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let ask = json!({"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}});
+    let r = c.json("POST", ssar, JSON, &ask).await;
+    assert_eq!((r.code, &r.body["status"]["allowed"]), (201, &json!(true)), "{}", r.body);
+    assert_eq!(r.body["kind"], "SelfSubjectAccessReview");
+    // Only create: nothing is stored to get, list or delete.
+    for (method, path) in
+        [("GET", ssar.to_string()), ("DELETE", format!("{ssar}/x")), ("POST", format!("{ssar}/x"))]
+    {
+        let r = c.send(method, &path, None, vec![]).await;
+        assert_status(&r, 405, "MethodNotAllowed");
+    }
+    let r = c.json("POST", ssar, JSON, &json!({"spec": {}})).await;
+    let msg = assert_status(&r, 422, "Invalid");
+    assert!(msg.contains("spec.resourceAttributes: Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified"), "{msg}");
+    let both = json!({"spec": {"resourceAttributes": {"verb": "get"}, "nonResourceAttributes": {"path": "/version", "verb": "get"}}});
+    let msg = assert_status(&c.json("POST", ssar, JSON, &both).await, 422, "Invalid");
+    assert!(msg.contains("spec.nonResourceAttributes: Invalid value: {"), "{msg}");
+    let wrong = json!({"spec": {"resourceAttributes": {"verb": 7}}});
+    let msg = assert_status(&c.json("POST", ssar, JSON, &wrong).await, 400, "BadRequest");
+    assert!(msg.contains("spec.resourceAttributes.verb"), "{msg}");
+    let whoami = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    let r = c.json("POST", whoami, JSON, &json!({})).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.body["status"]["userInfo"]["username"].is_string(), "{}", r.body);
+    server.stop().await;
+}
+
 fn random_value(rng: &mut StdRng, depth: u32) -> Value {
     match rng.random_range(0..if depth == 0 { 6 } else { 8 }) {
         0 => Value::Null,
@@ -402,6 +434,11 @@ fn templates() -> Vec<(&'static str, Value)> {
         (
             "/api/v1/namespaces/default/configmaps",
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}),
+        ),
+        (
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                   "spec": {"resourceAttributes": {"verb": "get", "group": "apps", "resource": "deployments", "namespace": "default", "name": "d"}}}),
         ),
     ]
 }

@@ -246,3 +246,49 @@ fn kubectl_v1_35_works_against_apiserver_lite() {
     );
     assert_eq!(ok(&server, &["delete", "namespace", "team"]), "namespace \"team\" deleted\n");
 }
+
+#[test]
+fn auth_can_i_and_whoami_answer_from_the_authorizer_that_guards_requests() {
+    let server = ApiServer::start_for_nodes(&["node-a"]).unwrap();
+    let node = server.node_kubeconfig("node-a").unwrap();
+    let as_node = |args: &[&str]| {
+        let mut all = vec!["--kubeconfig", node.to_str().unwrap()];
+        all.extend_from_slice(args);
+        k(&server, &all)
+    };
+
+    // The admin (system:masters) may do anything; kubectl sends these reviews as protobuf.
+    assert_eq!(ok(&server, &["auth", "can-i", "create", "pods"]), "yes\n");
+    assert_eq!(ok(&server, &["auth", "can-i", "delete", "deployments.apps", "-A"]), "yes\n");
+    let me = ok(&server, &["auth", "whoami"]);
+    assert!(me.contains("Username") && me.contains("admin"), "{me}");
+    assert!(me.contains("system:masters"), "{me}");
+
+    // A node may read, and write only its own objects; a refusal says why.
+    let r = as_node(&["auth", "can-i", "get", "pods", "-A"]);
+    assert_eq!((r.ok, r.out.as_str()), (true, "yes\n"), "{}", r.err);
+    let r = as_node(&["auth", "can-i", "update", "nodes/node-a"]);
+    assert_eq!((r.ok, r.out.as_str()), (true, "yes\n"), "{}", r.err);
+    let r = as_node(&["auth", "can-i", "update", "nodes/node-b"]);
+    assert!(!r.ok && r.out.starts_with("no - apiserver-lite's interim authorizer"), "{}", r.out);
+    let r = as_node(&["auth", "can-i", "create", "secrets"]);
+    assert!(!r.ok && r.out.starts_with("no"), "{}", r.out);
+    // The answer matches what the real request gets.
+    let r = as_node(&["create", "secret", "generic", "s", "--from-literal=a=b"]);
+    assert!(!r.ok && r.err.contains("secrets is forbidden"), "{}", r.err);
+    let r = as_node(&["auth", "whoami"]);
+    assert!(
+        r.ok && r.out.contains("system:node:node-a") && r.out.contains("system:nodes"),
+        "{}",
+        r.out
+    );
+
+    // A type the server does not serve: kubectl warns, the server says why not.
+    let r = as_node(&["auth", "can-i", "list", "widgets.example.com"]);
+    assert!(
+        !r.ok && r.out.contains("does not serve \"widgets.example.com\""),
+        "{}\n{}",
+        r.out,
+        r.err
+    );
+}

@@ -19,6 +19,7 @@ use crate::patch::{self, PatchType};
 use crate::registry::{DeleteOptions, ListAt, ListOptions, WatchOptions, WatchStart, WriteOptions};
 use crate::request::{Query, ResourceRequest};
 use crate::resources::{self, ResourceType};
+use crate::reviews;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::table::{self, IncludeObject};
 
@@ -162,6 +163,15 @@ pub async fn handle(
         (&Method::DELETE, None, _) => "deletecollection",
         _ => return Err(ApiError::method_not_allowed()),
     };
+    if !r.verbs().contains(&verb) || (!r.is_stored() && name.is_some()) {
+        return Err(ApiError::method_not_allowed());
+    }
+    if !r.is_stored() {
+        // A review: every authenticated user may ask; the answer is computed, not stored.
+        let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
+        let (answer, warnings) = reviews::answer(registry, user, r, body, write.validation)?;
+        return Ok(with_warnings(body::json(201, &answer), &warnings));
+    }
     // Writes to pods are authorized against the stored pod (its node), creations against the
     // object sent (authorized below, once the body is read), others by name.
     let stored = match (verb, name) {

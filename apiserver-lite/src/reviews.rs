@@ -1,0 +1,251 @@
+//! The review types, created to get an answer and never stored, as upstream:
+//! `selfsubjectaccessreviews` (`kubectl auth can-i`), answered by the same authorizer that
+//! guards every request, and `selfsubjectreviews` (`kubectl auth whoami`), the caller's
+//! identity as authentication saw it.
+
+use api::validation::{ErrorList, FieldError, Path};
+use k8s_openapi::api::authentication::v1::{SelfSubjectReview, SelfSubjectReviewStatus, UserInfo};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    SubjectAccessReviewStatus,
+};
+use serde_json::Value;
+
+use crate::auth::{self, User};
+use crate::errors::ApiError;
+use crate::objects::{self, FieldValidation};
+use crate::registry::{self, Registry};
+use crate::resources::{RESOURCES, ResourceType};
+
+/// Why a request the interim authorizer refuses is refused, for `kubectl auth can-i` to print.
+pub const DENIED: &str = "apiserver-lite's interim authorizer (until RBAC): system:masters may do anything, authenticated users may read, a node may write only its own Node, Lease, pods and events";
+
+/// A value rendered as-is in a field error (`null`, or a JSON document).
+struct Raw(String);
+
+impl api::validation::Value for Raw {
+    fn render(&self) -> String {
+        self.0.clone()
+    }
+}
+
+/// Answers a review created by `user`: the object sent, with its `status` filled in, and the
+/// unknown-field warnings `validation` asks for.
+pub fn answer(
+    registry: &Registry,
+    user: &User,
+    r: &ResourceType,
+    mut body: Value,
+    validation: FieldValidation,
+) -> Result<(Value, Vec<String>), ApiError> {
+    objects::check_type(r, &mut body)?;
+    let (decoded, unknown) = objects::decode(r, body)?;
+    let warnings = registry::field_warnings(&unknown, validation)?;
+    let answered = match r.kind {
+        "SelfSubjectAccessReview" => {
+            let mut review: SelfSubjectAccessReview = typed(decoded)?;
+            validate(r, &review.spec)?;
+            let stored =
+                |t: &ResourceType, ns: Option<&str>, name: &str| registry.get(t, ns, name).ok();
+            review.status = Some(decide(user, &review.spec, stored));
+            serde_json::to_value(review)
+        }
+        "SelfSubjectReview" => {
+            let mut review: SelfSubjectReview = typed(decoded)?;
+            review.status = Some(SelfSubjectReviewStatus { user_info: Some(user_info(user)) });
+            serde_json::to_value(review)
+        }
+        other => return Err(ApiError::internal(format!("{other} is not a review type"))),
+    };
+    let answered = answered.map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok((answered, warnings))
+}
+
+/// Decoded values always fit their type; this only turns JSON back into it.
+fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ApiError> {
+    serde_json::from_value(v).map_err(|e| ApiError::internal(format!("decoded review: {e}")))
+}
+
+fn validate(r: &ResourceType, spec: &SelfSubjectAccessReviewSpec) -> Result<(), ApiError> {
+    let path = Path::root("spec");
+    let mut errors = ErrorList::default();
+    match (&spec.resource_attributes, &spec.non_resource_attributes) {
+        (None, None) => errors.push(FieldError::invalid(
+            &path.child("resourceAttributes"),
+            Raw("null".into()),
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )),
+        (Some(_), Some(nr)) => errors.push(FieldError::invalid(
+            &path.child("nonResourceAttributes"),
+            Raw(serde_json::to_string(nr).unwrap_or_default()),
+            "cannot be specified in combination with resourceAttributes",
+        )),
+        _ => {}
+    }
+    errors.into_result().map_err(|e| ApiError::invalid(r, "", &e))
+}
+
+fn user_info(user: &User) -> UserInfo {
+    UserInfo {
+        username: Some(user.name.clone()),
+        uid: Some(user.uid.clone()).filter(|u| !u.is_empty()),
+        groups: Some(user.groups.clone()),
+        extra: None,
+    }
+}
+
+fn allowed(yes: bool) -> SubjectAccessReviewStatus {
+    SubjectAccessReviewStatus {
+        allowed: yes,
+        reason: (!yes).then(|| DENIED.to_string()),
+        ..Default::default()
+    }
+}
+
+/// Whether `user` may do what the review asks, by the rules [`auth::authorize`] applies to real
+/// requests. `stored` looks up the object a named request is about (a node's rights over a pod
+/// depend on the node it is bound to).
+pub fn decide(
+    user: &User,
+    spec: &SelfSubjectAccessReviewSpec,
+    stored: impl Fn(&ResourceType, Option<&str>, &str) -> Option<Value>,
+) -> SubjectAccessReviewStatus {
+    if user.is_master() {
+        return allowed(true);
+    }
+    let Some(a) = &spec.resource_attributes else {
+        // Non-resource paths (discovery, version, health) are open to every authenticated
+        // user for reading, as this server serves them.
+        let verb = spec.non_resource_attributes.as_ref().and_then(|n| n.verb.as_deref());
+        return allowed(verb == Some("get"));
+    };
+    let Some(t) = resource_type(a) else {
+        let resource = a.resource.as_deref().unwrap_or_default();
+        let group = a.group.as_deref().unwrap_or_default();
+        return SubjectAccessReviewStatus {
+            allowed: false,
+            reason: Some(format!("this server does not serve {resource:?} in API group {group:?}")),
+            ..Default::default()
+        };
+    };
+    let some = |s: &Option<String>| s.clone().filter(|v| !v.is_empty());
+    let (ns, name, sub) = (some(&a.namespace), some(&a.name), some(&a.subresource));
+    let ns = ns.filter(|_| t.namespaced);
+    let verb = a.verb.as_deref().unwrap_or_default();
+    if verb == "*" {
+        return allowed(false);
+    }
+    let obj = name.as_deref().and_then(|n| stored(t, ns.as_deref(), n));
+    let decision = auth::authorize(
+        user,
+        verb,
+        t,
+        ns.as_deref(),
+        name.as_deref(),
+        sub.as_deref(),
+        obj.as_ref(),
+    );
+    allowed(decision.is_ok())
+}
+
+/// The served type the attributes name (any version when none or `*` is given).
+fn resource_type(a: &ResourceAttributes) -> Option<&'static ResourceType> {
+    let group = a.group.as_deref().unwrap_or_default();
+    let resource = a.resource.as_deref()?;
+    let version = a.version.as_deref().filter(|v| !v.is_empty() && *v != "*");
+    RESOURCES
+        .iter()
+        .find(|t| t.group == group && t.name == resource && version.is_none_or(|v| v == t.version))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::authorization::v1::NonResourceAttributes;
+    use serde_json::json;
+
+    use super::*;
+
+    fn user(name: &str, groups: &[&str]) -> User {
+        User {
+            name: name.into(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    fn ask(
+        verb: &str,
+        group: &str,
+        resource: &str,
+        ns: &str,
+        name: &str,
+    ) -> SelfSubjectAccessReviewSpec {
+        SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.into()),
+                group: Some(group.into()),
+                resource: Some(resource.into()),
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                ..Default::default()
+            }),
+            non_resource_attributes: None,
+        }
+    }
+
+    /// The pod `web` is bound to node-a; nothing else is stored.
+    fn stored(t: &ResourceType, _: Option<&str>, name: &str) -> Option<Value> {
+        (t.name == "pods" && name == "web").then(|| json!({"spec": {"nodeName": "node-a"}}))
+    }
+
+    #[test]
+    fn answers_follow_the_authorizer_that_guards_requests() {
+        let admin = user("admin", &["system:masters", "system:authenticated"]);
+        let dev = user("dev", &["system:authenticated"]);
+        let node = user("system:node:node-a", &["system:nodes", "system:authenticated"]);
+        let table = [
+            (&admin, ask("delete", "", "pods", "default", ""), true),
+            (&admin, ask("*", "*", "*", "", ""), true),
+            (&admin, ask("create", "example.com", "widgets", "", ""), true),
+            (&dev, ask("get", "", "pods", "default", ""), true),
+            (&dev, ask("watch", "apps", "deployments", "", ""), true),
+            (&dev, ask("create", "", "pods", "default", ""), false),
+            (&dev, ask("*", "", "pods", "default", ""), false),
+            (&node, ask("update", "", "nodes", "", "node-a"), true),
+            (&node, ask("update", "", "nodes", "", "node-b"), false),
+            (&node, ask("delete", "", "pods", "default", "web"), true),
+            (&node, ask("delete", "", "pods", "default", "other"), false),
+            (
+                &node,
+                ask("update", "coordination.k8s.io", "leases", "kube-node-lease", "node-a"),
+                true,
+            ),
+            (&node, ask("create", "", "secrets", "default", ""), false),
+        ];
+        for (who, spec, want) in table {
+            let got = decide(who, &spec, stored);
+            assert_eq!(got.allowed, want, "{} {:?}", who.name, spec.resource_attributes);
+            assert_eq!(got.reason.is_some(), !want, "a refusal says why");
+        }
+    }
+
+    #[test]
+    fn unknown_types_and_non_resource_paths_get_clear_answers() {
+        let dev = user("dev", &["system:authenticated"]);
+        let got = decide(&dev, &ask("get", "example.com", "widgets", "", ""), stored);
+        assert!(!got.allowed);
+        assert_eq!(
+            got.reason.as_deref(),
+            Some("this server does not serve \"widgets\" in API group \"example.com\"")
+        );
+        let path = |verb: &str| SelfSubjectAccessReviewSpec {
+            resource_attributes: None,
+            non_resource_attributes: Some(NonResourceAttributes {
+                path: Some("/version".into()),
+                verb: Some(verb.into()),
+            }),
+        };
+        assert!(decide(&dev, &path("get"), stored).allowed);
+        assert!(!decide(&dev, &path("post"), stored).allowed);
+    }
+}
