@@ -80,14 +80,11 @@ async fn paging_follows_continue_tokens() {
     for i in 0..5 {
         create(&r, &format!("p{i}")).await;
     }
-    let mut names = Vec::new();
+    let mut seen = Vec::new();
     let mut opts = ListOptions { limit: Some(2), ..ListOptions::default() };
     loop {
         let page = r.list(pods(), Some("default"), &opts).unwrap();
-        for item in &page.items {
-            let v: Value = serde_json::from_slice(item).unwrap();
-            names.push(v["metadata"]["name"].as_str().unwrap().to_string());
-        }
+        seen.extend(names(&page));
         match page.continue_token {
             Some(t) => {
                 assert!(page.remaining.unwrap() > 0);
@@ -96,7 +93,7 @@ async fn paging_follows_continue_tokens() {
             None => break,
         }
     }
-    assert_eq!(names, ["p0", "p1", "p2", "p3", "p4"]);
+    assert_eq!(seen, ["p0", "p1", "p2", "p3", "p4"]);
     let bad = ListOptions { continue_from: Some("zz".into()), ..ListOptions::default() };
     assert_eq!(r.list(pods(), Some("default"), &bad).unwrap_err().code, 400);
 }

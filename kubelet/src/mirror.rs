@@ -199,7 +199,6 @@ impl MirrorSync {
         let mut changes = self.statuses.subscribe();
         let mut ticker = tokio::time::interval(HOUSEKEEPING_PERIOD);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut node_uid: Option<String> = None;
         // Static pods whose mirror could not be created: retried on the tick, warned once.
         let mut failing: HashSet<String> = HashSet::new();
         let mut view_open = true;
@@ -234,7 +233,7 @@ impl MirrorSync {
                 if !housekeeping && failing.contains(&key) {
                     continue;
                 }
-                match self.apply(action, &mut node_uid).await {
+                match self.apply(action).await {
                     Ok(()) => {
                         failing.remove(&key);
                     }
@@ -247,11 +246,7 @@ impl MirrorSync {
         }
     }
 
-    async fn apply(
-        &self,
-        action: MirrorAction,
-        node_uid: &mut Option<String>,
-    ) -> Result<(), MirrorError> {
+    async fn apply(&self, action: MirrorAction) -> Result<(), MirrorError> {
         match action {
             MirrorAction::Delete { namespace, name, uid, reason } => {
                 let pods: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
@@ -272,18 +267,14 @@ impl MirrorSync {
                 }
             }
             MirrorAction::Create(static_pod) => {
-                let uid = match node_uid {
-                    Some(uid) => uid.clone(),
-                    None => {
-                        let nodes: Api<Node> = Api::all(self.client.clone());
-                        let node = nodes.get(&self.node_name).await.map_err(|source| {
-                            MirrorError::Node { node: self.node_name.clone(), source }
-                        })?;
-                        let uid = node.metadata.uid.unwrap_or_default();
-                        *node_uid = Some(uid.clone());
-                        uid
-                    }
-                };
+                // Read each time, as upstream does: a Node deleted and registered again has a
+                // new UID, and mirrors must be owned by the Node that exists.
+                let nodes: Api<Node> = Api::all(self.client.clone());
+                let node = nodes
+                    .get(&self.node_name)
+                    .await
+                    .map_err(|source| MirrorError::Node { node: self.node_name.clone(), source })?;
+                let uid = node.metadata.uid.unwrap_or_default();
                 let mirror = mirror_pod(&static_pod, &self.node_name, &uid);
                 let pod = full_name(&mirror);
                 let namespace = mirror.metadata.namespace.as_deref().unwrap_or("default");
