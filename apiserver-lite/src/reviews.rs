@@ -119,6 +119,14 @@ pub fn decide(
         let verb = spec.non_resource_attributes.as_ref().and_then(|n| n.verb.as_deref());
         return allowed(verb == Some("get"));
     };
+    let wildcard = |s: &Option<String>| s.as_deref() == Some("*");
+    if wildcard(&a.verb) {
+        return allowed(false);
+    }
+    if wildcard(&a.resource) || wildcard(&a.group) {
+        // Every type at once: only reads are open to every authenticated user.
+        return allowed(matches!(a.verb.as_deref(), Some("get" | "list" | "watch")));
+    }
     let Some(t) = resource_type(a) else {
         let resource = a.resource.as_deref().unwrap_or_default();
         let group = a.group.as_deref().unwrap_or_default();
@@ -132,9 +140,6 @@ pub fn decide(
     let (ns, name, sub) = (some(&a.namespace), some(&a.name), some(&a.subresource));
     let ns = ns.filter(|_| t.namespaced);
     let verb = a.verb.as_deref().unwrap_or_default();
-    if verb == "*" {
-        return allowed(false);
-    }
     let obj = name.as_deref().and_then(|n| stored(t, ns.as_deref(), n));
     let decision = auth::authorize(
         user,
@@ -211,6 +216,8 @@ mod tests {
             (&dev, ask("watch", "apps", "deployments", "", ""), true),
             (&dev, ask("create", "", "pods", "default", ""), false),
             (&dev, ask("*", "", "pods", "default", ""), false),
+            (&dev, ask("get", "*", "*", "", ""), true),
+            (&node, ask("update", "*", "*", "", ""), false),
             (&node, ask("update", "", "nodes", "", "node-a"), true),
             (&node, ask("update", "", "nodes", "", "node-b"), false),
             (&node, ask("delete", "", "pods", "default", "web"), true),
