@@ -1,0 +1,182 @@
+//! `as=Table` responses with kubectl's usual columns per kind. Each row carries the object's
+//! metadata (or the whole object with `includeObject=Object`), which `-A`, `--show-labels` and
+//! `-L` read.
+
+mod printers;
+
+use serde_json::{Value, json};
+
+use crate::resources::ResourceType;
+
+/// What a row carries besides its cells (`includeObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+impl IncludeObject {
+    pub fn parse(v: Option<&str>) -> Self {
+        match v {
+            Some("None") => IncludeObject::None,
+            Some("Object") => IncludeObject::Object,
+            _ => IncludeObject::Metadata,
+        }
+    }
+}
+
+/// Upstream's `duration.HumanDuration`.
+pub fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".into();
+    }
+    let s = secs.max(0);
+    let (m, h) = (s / 60, s / 3600);
+    let (d, y) = (h / 24, h / (24 * 365));
+    let pair = |a: i64, ua: &str, b: i64, ub: &str| {
+        if b == 0 { format!("{a}{ua}") } else { format!("{a}{ua}{b}{ub}") }
+    };
+    match () {
+        _ if s < 120 => format!("{s}s"),
+        _ if m < 10 => pair(m, "m", s % 60, "s"),
+        _ if m < 180 => format!("{m}m"),
+        _ if h < 8 => pair(h, "h", m % 60, "m"),
+        _ if h < 48 => format!("{h}h"),
+        _ if h < 24 * 8 => pair(d, "d", h % 24, "h"),
+        _ if h < 24 * 365 * 2 => format!("{d}d"),
+        _ if h < 24 * 365 * 8 => pair(y, "y", d % 365, "d"),
+        _ => format!("{y}y"),
+    }
+}
+
+fn row(r: &ResourceType, o: &Value, include: IncludeObject, now: jiff::Timestamp) -> Value {
+    let cells: Vec<Value> = printers::row(r, o, now).into_iter().map(|(_, cell)| cell).collect();
+    let mut row = json!({"cells": cells});
+    match include {
+        IncludeObject::None => {}
+        IncludeObject::Object => row["object"] = o.clone(),
+        IncludeObject::Metadata => {
+            row["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]})
+        }
+    }
+    row
+}
+
+/// The column definitions of `r`.
+pub fn column_definitions(r: &ResourceType) -> Value {
+    json!(
+        printers::columns(r)
+            .iter()
+            .map(|c| json!({
+                "name": c.name, "type": c.ty, "format": if c.name == "Name" { "name" } else { "" },
+                "description": format!("{} of the {}", c.name, r.singular), "priority": c.priority,
+            }))
+            .collect::<Vec<_>>()
+    )
+}
+
+/// A Table of `objects`; `with_columns` is false for watch events after the first.
+pub fn table(
+    r: &ResourceType,
+    objects: &[Value],
+    include: IncludeObject,
+    metadata: Value,
+    with_columns: bool,
+) -> Value {
+    let now = jiff::Timestamp::now();
+    let mut t = json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "rows": objects.iter().map(|o| row(r, o, include, now)).collect::<Vec<_>>(),
+    });
+    if with_columns {
+        t["columnDefinitions"] = column_definitions(r);
+    }
+    t
+}
+
+/// Whether an `Accept` header asks for a Table.
+pub fn wants_table(accept: &str) -> bool {
+    accept.split(',').next().is_some_and(|first| first.contains("as=Table"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::find;
+
+    #[test]
+    fn durations_read_like_kubectl() {
+        let cases = [
+            (5, "5s"),
+            (119, "119s"),
+            (150, "2m30s"),
+            (600, "10m"),
+            (3 * 3600 + 60, "3h1m"),
+            (10 * 3600, "10h"),
+            (3 * 86400, "3d"),
+            (3 * 86400 + 3600, "3d1h"),
+            (400 * 86400, "400d"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(human_duration(secs), want, "{secs}");
+        }
+    }
+
+    #[test]
+    fn pod_rows_have_kubectls_columns() {
+        let pods = find("", "v1", "pods").unwrap();
+        let pod = json!({
+            "metadata": {"name": "nginx-pod", "namespace": "default", "labels": {"app": "nginx"}, "creationTimestamp": "2020-01-01T00:00:00Z"},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "nginx"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.5", "containerStatuses": [{"name": "nginx", "ready": true, "restartCount": 0, "state": {"running": {}}}]},
+        });
+        let t = table(pods, &[pod], IncludeObject::Metadata, json!({"resourceVersion": "7"}), true);
+        let cells = &t["rows"][0]["cells"];
+        assert_eq!(
+            (cells[0].as_str(), cells[1].as_str(), cells[2].as_str(), cells[3].as_str()),
+            (Some("nginx-pod"), Some("1/1"), Some("Running"), Some("0"))
+        );
+        assert_eq!((cells[5].as_str(), cells[6].as_str()), (Some("10.0.0.5"), Some("node-1")));
+        assert_eq!(t["rows"][0]["object"]["metadata"]["labels"]["app"], "nginx");
+        assert_eq!(t["columnDefinitions"][1]["name"], "Ready");
+        let crash = json!({"metadata": {"name": "c", "deletionTimestamp": null}, "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "containerStatuses": [{"ready": false, "restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
+        assert_eq!(printers::pod_status(&crash), "CrashLoopBackOff");
+        assert_eq!(printers::pod_restarts(&crash, jiff::Timestamp::now()), "3");
+    }
+
+    #[test]
+    fn default_columns_are_kubectls_for_each_kind() {
+        let headers = |group: &str, name: &str| -> Vec<String> {
+            let r = find(group, "v1", name).unwrap();
+            let defs = column_definitions(r);
+            defs.as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["priority"] == 0)
+                .map(|c| c["name"].as_str().unwrap().to_uppercase())
+                .collect()
+        };
+        assert_eq!(headers("", "pods"), ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+        assert_eq!(headers("", "nodes"), ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]);
+        assert_eq!(
+            headers("apps", "deployments"),
+            ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+        );
+        assert_eq!(headers("", "events"), ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]);
+        // Every row has a cell per column, whatever the object holds.
+        for r in crate::resources::RESOURCES {
+            let t = table(
+                r,
+                &[json!({"metadata": {"name": "x"}})],
+                IncludeObject::None,
+                json!({}),
+                true,
+            );
+            let columns = t["columnDefinitions"].as_array().unwrap().len();
+            assert_eq!(t["rows"][0]["cells"].as_array().unwrap().len(), columns, "{}", r.name);
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! kubectl's columns per resource. Each resource's row is written as (column, cell) pairs side
+//! by side, so a header and its cell cannot drift apart; the column definitions are the columns
+//! of any row (read from an empty object's).
+
+use serde_json::{Value, json};
+
+use super::human_duration;
+use crate::resources::ResourceType;
+
+/// One column: header, type, and priority (1: shown only by `-o wide`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    pub name: &'static str,
+    pub ty: &'static str,
+    pub priority: u8,
+}
+
+const fn col(name: &'static str, ty: &'static str, priority: u8) -> Column {
+    Column { name, ty, priority }
+}
+
+const NAME: Column = col("Name", "string", 0);
+const AGE: Column = col("Age", "string", 0);
+
+/// A row: each column with its cell.
+pub type Row = Vec<(Column, Value)>;
+
+/// The row of `o`, a `r`.
+pub fn row(r: &ResourceType, o: &Value, now: jiff::Timestamp) -> Row {
+    match (r.group, r.name) {
+        ("", "pods") => pod(o, now),
+        ("", "nodes") => node(o, now),
+        ("", "namespaces") => {
+            vec![name(o), (col("Status", "string", 0), str(&o["status"]["phase"])), age_of(o, now)]
+        }
+        ("", "events") => event(o, now, Event::Core),
+        ("events.k8s.io", "events") => event(o, now, Event::EventsV1),
+        ("apps", "deployments") => deployment(o, now),
+        ("apps", "replicasets") => replicaset(o, now),
+        ("apps", "daemonsets") => daemonset(o, now),
+        ("", "services") => service(o, now),
+        ("", "configmaps") => {
+            let data = o["data"].as_object().map_or(0, |d| d.len())
+                + o["binaryData"].as_object().map_or(0, |d| d.len());
+            vec![name(o), (col("Data", "integer", 0), json!(data)), age_of(o, now)]
+        }
+        ("", "secrets") => vec![
+            name(o),
+            (col("Type", "string", 0), str(&o["type"])),
+            (col("Data", "integer", 0), json!(o["data"].as_object().map_or(0, |d| d.len()))),
+            age_of(o, now),
+        ],
+        ("coordination.k8s.io", "leases") => vec![
+            name(o),
+            (col("Holder", "string", 0), str(&o["spec"]["holderIdentity"])),
+            age_of(o, now),
+        ],
+        _ => vec![name(o), age_of(o, now)],
+    }
+}
+
+/// The columns of `r`'s rows.
+pub fn columns(r: &ResourceType) -> Vec<Column> {
+    row(r, &Value::Null, jiff::Timestamp::UNIX_EPOCH).into_iter().map(|(c, _)| c).collect()
+}
+
+fn name(o: &Value) -> (Column, Value) {
+    (NAME, str(&o["metadata"]["name"]))
+}
+
+fn age_of(o: &Value, now: jiff::Timestamp) -> (Column, Value) {
+    (AGE, json!(age(&o["metadata"]["creationTimestamp"], now)))
+}
+
+fn str(v: &Value) -> Value {
+    json!(s(v))
+}
+
+fn int(v: &Value) -> Value {
+    json!(v.as_i64().unwrap_or(0))
+}
+
+fn none_if_empty(v: String) -> Value {
+    json!(or_none(v))
+}
+
+fn pod(o: &Value, now: jiff::Timestamp) -> Row {
+    let total = o["spec"]["containers"].as_array().map_or(0, Vec::len);
+    let ready = o["status"]["containerStatuses"]
+        .as_array()
+        .map_or(0, |c| c.iter().filter(|c| c["ready"] == true).count());
+    vec![
+        name(o),
+        (col("Ready", "string", 0), json!(format!("{ready}/{total}"))),
+        (col("Status", "string", 0), json!(pod_status(o))),
+        (col("Restarts", "string", 0), json!(pod_restarts(o, now))),
+        age_of(o, now),
+        (col("IP", "string", 1), none_if_empty(s(&o["status"]["podIP"]))),
+        (col("Node", "string", 1), none_if_empty(s(&o["spec"]["nodeName"]))),
+        (col("Nominated Node", "string", 1), none_if_empty(s(&o["status"]["nominatedNodeName"]))),
+        (col("Readiness Gates", "string", 1), json!("<none>")),
+    ]
+}
+
+fn node(o: &Value, now: jiff::Timestamp) -> Row {
+    let ready =
+        o["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Ready");
+    let mut status = if ready.is_some_and(|c| c["status"] == "True") {
+        "Ready".to_string()
+    } else if ready.is_some() {
+        "NotReady".into()
+    } else {
+        "Unknown".into()
+    };
+    if o["spec"]["unschedulable"] == true {
+        status.push_str(",SchedulingDisabled");
+    }
+    let roles: Vec<String> = o["metadata"]["labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/").map(str::to_string))
+        .collect();
+    let addr = |t: &str| {
+        o["status"]["addresses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|a| a["type"] == t)
+            .map(|a| s(&a["address"]))
+            .unwrap_or_default()
+    };
+    let info = &o["status"]["nodeInfo"];
+    vec![
+        name(o),
+        (col("Status", "string", 0), json!(status)),
+        (col("Roles", "string", 0), none_if_empty(roles.join(","))),
+        age_of(o, now),
+        (col("Version", "string", 0), str(&info["kubeletVersion"])),
+        (col("Internal-IP", "string", 1), none_if_empty(addr("InternalIP"))),
+        (col("External-IP", "string", 1), none_if_empty(addr("ExternalIP"))),
+        (col("OS-Image", "string", 1), str(&info["osImage"])),
+        (col("Kernel-Version", "string", 1), str(&info["kernelVersion"])),
+        (col("Container-Runtime", "string", 1), str(&info["containerRuntimeVersion"])),
+    ]
+}
+
+/// Which events API an event comes from: the fields that name the object and the message differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    Core,
+    EventsV1,
+}
+
+fn event(o: &Value, now: jiff::Timestamp, api: Event) -> Row {
+    let (obj, message) = match api {
+        Event::Core => (&o["involvedObject"], &o["message"]),
+        Event::EventsV1 => (&o["regarding"], &o["note"]),
+    };
+    let first_string = |candidates: &[&Value]| {
+        candidates.iter().find(|t| t.is_string()).map_or(Value::Null, |t| (*t).clone())
+    };
+    let created = &o["metadata"]["creationTimestamp"];
+    let last = first_string(&[
+        &o["lastTimestamp"],
+        &o["eventTime"],
+        &o["deprecatedLastTimestamp"],
+        created,
+    ]);
+    let first = first_string(&[&o["firstTimestamp"], &o["eventTime"], created]);
+    let source = if o["source"]["component"].is_string() {
+        s(&o["source"]["component"])
+    } else {
+        s(&o["reportingController"])
+    };
+    vec![
+        (col("Last Seen", "string", 0), json!(age(&last, now))),
+        (col("Type", "string", 0), str(&o["type"])),
+        (col("Reason", "string", 0), str(&o["reason"])),
+        (
+            col("Object", "string", 0),
+            json!(format!("{}/{}", s(&obj["kind"]).to_lowercase(), s(&obj["name"]))),
+        ),
+        (col("Message", "string", 0), str(message)),
+        (col("Subobject", "string", 1), str(&obj["fieldPath"])),
+        (col("Source", "string", 1), json!(source)),
+        (col("First Seen", "string", 1), json!(age(&first, now))),
+        (col("Count", "string", 1), json!(o["count"].as_i64().unwrap_or(1))),
+        (col("Name", "string", 1), str(&o["metadata"]["name"])),
+    ]
+}
+
+/// The wide columns every workload with a pod template shows.
+fn template_columns(o: &Value) -> [(Column, Value); 3] {
+    let (containers, images) = containers_images(&o["spec"]["template"]);
+    [
+        (col("Containers", "string", 1), json!(containers)),
+        (col("Images", "string", 1), json!(images)),
+        (col("Selector", "string", 1), json!(selector(&o["spec"]["selector"]))),
+    ]
+}
+
+fn deployment(o: &Value, now: jiff::Timestamp) -> Row {
+    let ready = format!(
+        "{}/{}",
+        o["status"]["readyReplicas"].as_i64().unwrap_or(0),
+        o["spec"]["replicas"].as_i64().unwrap_or(0)
+    );
+    let mut row = vec![
+        name(o),
+        (col("Ready", "string", 0), json!(ready)),
+        (col("Up-to-date", "integer", 0), int(&o["status"]["updatedReplicas"])),
+        (col("Available", "integer", 0), int(&o["status"]["availableReplicas"])),
+        age_of(o, now),
+    ];
+    row.extend(template_columns(o));
+    row
+}
+
+fn replicaset(o: &Value, now: jiff::Timestamp) -> Row {
+    let mut row = vec![
+        name(o),
+        (col("Desired", "integer", 0), int(&o["spec"]["replicas"])),
+        (col("Current", "integer", 0), int(&o["status"]["replicas"])),
+        (col("Ready", "integer", 0), int(&o["status"]["readyReplicas"])),
+        age_of(o, now),
+    ];
+    row.extend(template_columns(o));
+    row
+}
+
+fn daemonset(o: &Value, now: jiff::Timestamp) -> Row {
+    let st = &o["status"];
+    vec![
+        name(o),
+        (col("Desired", "integer", 0), int(&st["desiredNumberScheduled"])),
+        (col("Current", "integer", 0), int(&st["currentNumberScheduled"])),
+        (col("Ready", "integer", 0), int(&st["numberReady"])),
+        (col("Up-to-date", "integer", 0), int(&st["updatedNumberScheduled"])),
+        (col("Available", "integer", 0), int(&st["numberAvailable"])),
+        (
+            col("Node Selector", "string", 0),
+            none_if_empty(pairs(&o["spec"]["template"]["spec"]["nodeSelector"])),
+        ),
+        age_of(o, now),
+    ]
+}
+
+fn service(o: &Value, now: jiff::Timestamp) -> Row {
+    let ports: Vec<String> = o["spec"]["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| format!("{}/{}", p["port"], s(&p["protocol"])))
+        .collect();
+    vec![
+        name(o),
+        (col("Type", "string", 0), str(&o["spec"]["type"])),
+        (col("Cluster-IP", "string", 0), none_if_empty(s(&o["spec"]["clusterIP"]))),
+        (col("External-IP", "string", 0), json!("<none>")),
+        (col("Port(s)", "string", 0), none_if_empty(ports.join(","))),
+        age_of(o, now),
+        (col("Selector", "string", 1), none_if_empty(pairs(&o["spec"]["selector"]))),
+    ]
+}
+
+/// `k=v,k2=v2` of a string map.
+fn pairs(map: &Value) -> String {
+    map.as_object()
+        .map(|m| m.iter().map(|(k, v)| format!("{k}={}", s(v))).collect::<Vec<_>>().join(","))
+        .unwrap_or_default()
+}
+
+fn age(ts: &Value, now: jiff::Timestamp) -> String {
+    match ts.as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
+        Some(t) => human_duration((now - t).get_seconds()),
+        None => "<unknown>".into(),
+    }
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn or_none(v: String) -> String {
+    if v.is_empty() { "<none>".into() } else { v }
+}
+
+/// Upstream's pod STATUS column.
+pub(super) fn pod_status(p: &Value) -> String {
+    let mut reason = s(&p["status"]["reason"]);
+    if reason.is_empty() {
+        reason = s(&p["status"]["phase"]);
+    }
+    let inits = p["status"]["initContainerStatuses"].as_array().cloned().unwrap_or_default();
+    let init_total = p["spec"]["initContainers"].as_array().map_or(0, Vec::len);
+    for (i, c) in inits.iter().enumerate() {
+        let st = &c["state"];
+        if st["terminated"]["exitCode"].as_i64() == Some(0) {
+            continue;
+        }
+        reason = if st["terminated"].is_object() {
+            let r = s(&st["terminated"]["reason"]);
+            format!(
+                "Init:{}",
+                if r.is_empty() { format!("ExitCode:{}", st["terminated"]["exitCode"]) } else { r }
+            )
+        } else if st["waiting"]["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty() && r != "PodInitializing")
+        {
+            format!("Init:{}", s(&st["waiting"]["reason"]))
+        } else {
+            format!("Init:{i}/{init_total}")
+        };
+        break;
+    }
+    if !reason.starts_with("Init:") {
+        for c in p["status"]["containerStatuses"].as_array().into_iter().flatten().rev() {
+            let st = &c["state"];
+            if let Some(w) = st["waiting"]["reason"].as_str().filter(|r| !r.is_empty()) {
+                reason = w.to_string();
+            } else if st["terminated"].is_object() {
+                let r = s(&st["terminated"]["reason"]);
+                reason = if r.is_empty() {
+                    format!("ExitCode:{}", st["terminated"]["exitCode"])
+                } else {
+                    r
+                };
+            }
+        }
+    }
+    if p["metadata"]["deletionTimestamp"].is_string() {
+        reason = "Terminating".into();
+    }
+    reason
+}
+
+pub(super) fn pod_restarts(p: &Value, now: jiff::Timestamp) -> String {
+    let mut total = 0;
+    let mut last: Option<jiff::Timestamp> = None;
+    for c in p["status"]["containerStatuses"].as_array().into_iter().flatten() {
+        total += c["restartCount"].as_i64().unwrap_or(0);
+        if let Some(t) = c["lastState"]["terminated"]["finishedAt"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        {
+            last = Some(last.map_or(t, |l| l.max(t)));
+        }
+    }
+    match last.filter(|_| total > 0) {
+        Some(t) => format!("{total} ({} ago)", human_duration((now - t).get_seconds())),
+        None => total.to_string(),
+    }
+}
+
+fn containers_images(tpl: &Value) -> (String, String) {
+    let cs = tpl["spec"]["containers"].as_array().cloned().unwrap_or_default();
+    (
+        cs.iter().map(|c| s(&c["name"])).collect::<Vec<_>>().join(","),
+        cs.iter().map(|c| s(&c["image"])).collect::<Vec<_>>().join(","),
+    )
+}
+
+fn selector(sel: &Value) -> String {
+    pairs(&sel["matchLabels"])
+}
