@@ -59,6 +59,16 @@ impl Node {
         }
     }
 
+    /// Waits until the kubelet no longer lists the pod: its worker has finished and the sync
+    /// loop has handled that (a moment after the runtime is clean).
+    async fn gone_from_kubelet(&self, name: &str) {
+        let what = format!("{name} gone from the kubelet's pod list");
+        let gone = || async { self.kubelet.pod(name).await.is_none().then_some(()) };
+        if let Err(e) = eventually(&what, WAIT, POLL, gone).await {
+            panic!("{e}\nkubelet log:\n{}", self.kubelet.log_tail(40));
+        }
+    }
+
     async fn sandboxes(&self) -> Vec<cri::PodSandbox> {
         self.cri.list_pod_sandbox(cri::ListPodSandboxRequest { filter: None }).await.unwrap().items
     }
@@ -158,13 +168,15 @@ async fn editing_replaces_the_pod_deleting_stops_it_within_grace_and_a_dotfile_r
     .await
     .unwrap();
 
-    // Rename to a dotfile: ignored, so the pod goes.
+    // Rename to a dotfile: ignored, so the pod goes, from the runtime and then from the
+    // kubelet's list (the worker reports its end to the sync loop after the runtime is clean).
     std::fs::rename(&file, n.kubelet.manifests().join(".web.yaml")).unwrap();
     eventually("removed after the rename", WAIT, POLL, || async {
         n.sandboxes().await.is_empty().then_some(())
     })
     .await
     .unwrap();
+    n.gone_from_kubelet(&name).await;
 
     // Delete: `sleep` as PID 1 ignores SIGTERM, so the 2 s grace period runs out; then the
     // containers and the sandbox are gone from the runtime at once.
@@ -182,13 +194,7 @@ async fn editing_replaces_the_pod_deleting_stops_it_within_grace_and_a_dotfile_r
         took >= Duration::from_secs(2) && took < Duration::from_secs(6),
         "stopped within the grace period, then removed: {took:?}"
     );
-    // The worker reports its end to the sync loop after the runtime is clean; the pod leaves
-    // the kubelet's list when the loop handles that, a moment later.
-    eventually("the pod gone from the kubelet's list", WAIT, POLL, || async {
-        n.kubelet.pod(&name).await.is_none().then_some(())
-    })
-    .await
-    .unwrap();
+    n.gone_from_kubelet(&name).await;
     n.teardown().await;
 }
 
