@@ -14,6 +14,8 @@ pub struct ApiError {
     pub reason: &'static str,
     pub message: String,
     pub details: Option<Value>,
+    /// `metadata.continue` of the Status: the token an expired paged list may go on with.
+    pub list_continue: Option<String>,
 }
 
 /// The request body limit (upstream's 3 MiB).
@@ -28,8 +30,8 @@ fn details(r: &ResourceType, name: &str) -> Value {
 }
 
 impl ApiError {
-    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None }
+    pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self { code, reason, message: message.into(), details: None, list_continue: None }
     }
 
     pub fn not_found(r: &ResourceType, name: &str) -> Self {
@@ -137,6 +139,12 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// A continue token whose snapshot is no longer kept, answered with `next`: a token for
+    /// the rest of the list at the newest state.
+    pub fn expired_continue(message: impl Into<String>, next: String) -> Self {
+        Self { list_continue: Some(next), ..Self::gone(message) }
+    }
+
     pub fn too_large() -> Self {
         Self::new(
             413,
@@ -172,6 +180,9 @@ impl ApiError {
         });
         if let Some(d) = &self.details {
             s["details"] = d.clone();
+        }
+        if let Some(token) = &self.list_continue {
+            s["metadata"]["continue"] = json!(token);
         }
         s
     }

@@ -3,7 +3,9 @@
 //!
 //! Paging is one consistent snapshot: a continue token carries the first page's revision and
 //! the key the page ended at, and every later page reads the store at that revision. Once that
-//! revision leaves the kept history the token is refused with 410 Expired.
+//! revision leaves the kept history the token is refused with 410 Expired, and, as upstream,
+//! the refusal carries a token for the rest of the list at the newest state: a client that
+//! accepts an inconsistent list can go on with it instead of starting over.
 
 use api::validation::{ErrorList, FieldError, Path};
 use bytes::Bytes;
@@ -118,17 +120,35 @@ impl ListAt {
     }
 }
 
-/// Where the next page starts: the snapshot's revision and the last key returned.
+/// Where the next page starts: the snapshot it reads and the last key returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ContinueToken {
-    pub revision: Revision,
+    pub snapshot: Snapshot,
     pub after_key: String,
 }
+
+/// The state the pages of one list read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Snapshot {
+    /// The first page's revision: the pages make one consistent list.
+    At(Revision),
+    /// Whatever is newest when the page is read: the token an expired one is answered with.
+    /// The page it reads fixes the revision for the pages after it.
+    Newest,
+}
+
+/// How [`Snapshot::Newest`] is written in a token (upstream writes -1 too; 0 and a missing
+/// revision stay invalid).
+const NEWEST: Revision = -1;
 
 impl ContinueToken {
     /// Opaque to clients: hex of a small JSON document.
     pub fn encode(&self) -> String {
-        let raw = json!({ "rv": self.revision, "start": self.after_key }).to_string();
+        let rv = match self.snapshot {
+            Snapshot::At(r) => r,
+            Snapshot::Newest => NEWEST,
+        };
+        let raw = json!({ "rv": rv, "start": self.after_key }).to_string();
         raw.bytes().map(|b| format!("{b:02x}")).collect()
     }
 
@@ -140,9 +160,13 @@ impl ContinueToken {
             .collect::<Option<_>>()
             .ok_or_else(bad)?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-        let revision = v["rv"].as_i64().filter(|r| *r > 0).ok_or_else(bad)?;
+        let snapshot = match v["rv"].as_i64().ok_or_else(bad)? {
+            NEWEST => Snapshot::Newest,
+            r if r > 0 => Snapshot::At(r),
+            _ => return Err(bad()),
+        };
         let after_key = v["start"].as_str().ok_or_else(bad)?.to_string();
-        Ok(Self { revision, after_key })
+        Ok(Self { snapshot, after_key })
     }
 }
 
@@ -192,15 +216,23 @@ mod tests {
         assert_eq!(parse("-3", "", false, false).unwrap_err().0, 400);
     }
 
+    fn hex(s: &str) -> String {
+        s.bytes().map(|b| format!("{b:02x}")).collect()
+    }
+
     #[test]
     fn continue_tokens_round_trip_and_garbage_is_a_bad_request() {
-        let t = ContinueToken { revision: 42, after_key: "/pods/default/a\"b".into() };
-        assert_eq!(ContinueToken::decode(&t.encode()), Ok(t));
+        for snapshot in [Snapshot::At(42), Snapshot::Newest] {
+            let t = ContinueToken { snapshot, after_key: "/pods/default/a\"b".into() };
+            assert_eq!(ContinueToken::decode(&t.encode()), Ok(t));
+        }
         for bad in [
             "zz",
             "7",
             "7b7d",
-            &"{\"rv\":0,\"start\":\"a\"}".bytes().map(|b| format!("{b:02x}")).collect::<String>(),
+            &hex("{\"rv\":0,\"start\":\"a\"}"),
+            &hex("{\"rv\":-2,\"start\":\"a\"}"),
+            &hex("{\"start\":\"a\"}"),
         ] {
             assert_eq!(ContinueToken::decode(bad).unwrap_err().code, 400, "{bad}");
         }

@@ -205,23 +205,15 @@ fn merge_list(
 
 impl ApiError {
     fn new_unprocessable(message: String) -> Self {
-        ApiError {
-            code: 422,
-            reason: "Invalid",
-            message: format!(
-                "the server rejected our request due to an error in our request: {message}"
-            ),
-            details: None,
-        }
+        ApiError::new(
+            422,
+            "Invalid",
+            format!("the server rejected our request due to an error in our request: {message}"),
+        )
     }
 
     fn new_unsupported(message: &str) -> Self {
-        ApiError {
-            code: 415,
-            reason: "UnsupportedMediaType",
-            message: message.to_string(),
-            details: None,
-        }
+        ApiError::new(415, "UnsupportedMediaType", message)
     }
 }
 

@@ -66,14 +66,13 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
             json!({"metadata": object_meta(p.metadata), "spec": p.spec.map(pod_spec)})
         }
         _ => {
-            return Err(ApiError {
-                code: 415,
-                reason: "UnsupportedMediaType",
-                message: format!(
+            return Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                format!(
                     "protobuf bodies are decoded for Deployment, Namespace, ConfigMap, Secret, Service, Pod, SelfSubjectAccessReview and SelfSubjectReview; send {api_version} {kind} as JSON"
                 ),
-                details: None,
-            });
+            ));
         }
     };
     prune(&mut v, "");

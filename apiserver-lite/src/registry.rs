@@ -10,12 +10,12 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::errors::ApiError;
-use crate::list::ContinueToken;
+use crate::list::{ContinueToken, Snapshot};
 pub use crate::list::{ListAt, ListOptions, ListPage};
 use crate::objects::{self, FieldValidation};
 use crate::resources::{self, RESOURCES, ResourceType};
 use crate::storage::memory::Mutation;
-use crate::storage::{self, EventType, Revision, Store};
+use crate::storage::{self, EventType, Revision, Store, Stored};
 
 /// Namespaces that exist from the start.
 pub const INITIAL_NAMESPACES: [&str; 4] =
@@ -224,16 +224,7 @@ impl Registry {
                 })?;
                 (entries, at)
             }
-            (Some(t), _) => {
-                let entries =
-                    self.store.list_at(&prefix, Some(&t.after_key), t.revision).map_err(|e| {
-                        ApiError::gone(format!(
-                            "the continue token's resource version {} is older than the oldest kept ({}), so it cannot continue a consistent list: start a new list without it",
-                            t.revision, e.oldest
-                        ))
-                    })?;
-                (entries, t.revision)
-            }
+            (Some(t), _) => self.continue_list(&prefix, t)?,
         };
         let mut items = Vec::new();
         let mut last_key = None;
@@ -254,10 +245,45 @@ impl Registry {
             items,
             revision,
             continue_token: more
-                .then(|| last_key.map(|after_key| ContinueToken { revision, after_key }.encode()))
+                .then(|| {
+                    let snapshot = Snapshot::At(revision);
+                    last_key.map(|after_key| ContinueToken { snapshot, after_key }.encode())
+                })
                 .flatten(),
             remaining: more.then_some(remaining),
         })
+    }
+
+    /// The entries after a continue token's key, and the revision they are at: the token's
+    /// snapshot, or the newest state for a token that said so. A snapshot no longer kept is
+    /// 410 Expired carrying a token for the rest at the newest state.
+    fn continue_list(
+        &self,
+        prefix: &str,
+        t: &ContinueToken,
+    ) -> Result<(Vec<(String, Stored)>, Revision), ApiError> {
+        let after = t.after_key.as_str();
+        match t.snapshot {
+            Snapshot::Newest => {
+                let (mut entries, revision) = self.store.list(prefix);
+                entries.retain(|(k, _)| k.as_str() > after);
+                Ok((entries, revision))
+            }
+            Snapshot::At(at) => match self.store.list_at(prefix, Some(after), at) {
+                Ok(entries) => Ok((entries, at)),
+                Err(e) => {
+                    let next =
+                        ContinueToken { snapshot: Snapshot::Newest, after_key: after.into() };
+                    Err(ApiError::expired_continue(
+                        format!(
+                            "the continue token's resource version {at} is older than the oldest kept ({}), so it cannot continue a consistent list: start a new list without it, or continue with the token in this answer to read the rest as it is now (objects written since the first page may then be missing or appear)",
+                            e.oldest
+                        ),
+                        next.encode(),
+                    ))
+                }
+            },
+        }
     }
 
     /// Creates an object. Returns it and any warnings (unknown fields with `Warn`).

@@ -168,6 +168,46 @@ async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision() {
 }
 
 #[tokio::test]
+async fn an_expired_continue_token_is_answered_with_a_token_for_the_rest_as_it_is_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    for i in 0..5 {
+        create(&r, &format!("p{i}")).await;
+    }
+    let mut opts = ListOptions { limit: Some(2), ..ListOptions::default() };
+    let first = r.list(pods(), Some("default"), &opts).unwrap();
+    assert_eq!(names(&first), ["p0", "p1"]);
+
+    // Writes on both sides of the page boundary, then a restart drops the kept history.
+    r.delete(pods(), Some("default"), "p2", &DeleteOptions::default(), false).await.unwrap();
+    create(&r, "p0a").await;
+    create(&r, "p5").await;
+    drop(r);
+    let r = registry(dir.path()).await;
+
+    opts.continue_from = first.continue_token.clone();
+    let err = r.list(pods(), Some("default"), &opts).unwrap_err();
+    assert_eq!((err.code, err.reason), (410, "Expired"));
+    let status = err.status();
+    let next = status["metadata"]["continue"].as_str().expect("a token for the rest").to_string();
+    assert!(err.message.contains("continue with the token in this answer"), "{}", err.message);
+
+    // The rest as it is now, after the last name the first page returned: p2 is gone, p5 is
+    // new, p0a sorts before the boundary and is not seen.
+    opts.continue_from = Some(next);
+    let second = r.list(pods(), Some("default"), &opts).unwrap();
+    assert_eq!(names(&second), ["p3", "p4"]);
+    let newest = r.list(pods(), None, &ListOptions::default()).unwrap().revision;
+    assert_eq!(second.revision, newest);
+    // That page fixes the snapshot for the pages after it.
+    create(&r, "p6").await;
+    opts.continue_from = second.continue_token.clone();
+    let third = r.list(pods(), Some("default"), &opts).unwrap();
+    assert_eq!((names(&third), third.revision), (vec!["p5".to_string()], newest));
+    assert_eq!(third.continue_token, None);
+}
+
+#[tokio::test]
 async fn strict_field_validation_refuses_unknown_fields_and_warn_reports_them() {
     let dir = tempfile::tempdir().unwrap();
     let r = registry(dir.path()).await;

@@ -252,13 +252,14 @@ pub fn node_endpoint(node: &Value, types: &AddressTypes) -> Result<(String, u16)
         .as_u64()
         .and_then(|p| u16::try_from(p).ok())
         .filter(|p| *p != 0)
-        .ok_or_else(|| ApiError {
-            code: 503,
-            reason: "ServiceUnavailable",
-            message: format!(
-                "node {name:?} reports no kubelet endpoint (status.daemonEndpoints.kubeletEndpoint.Port): its kubelet does not serve its API"
-            ),
-            details: None,
+        .ok_or_else(|| {
+            ApiError::new(
+                503,
+                "ServiceUnavailable",
+                format!(
+                    "node {name:?} reports no kubelet endpoint (status.daemonEndpoints.kubeletEndpoint.Port): its kubelet does not serve its API"
+                ),
+            )
         })?;
     Ok((host.to_string(), port))
 }
@@ -331,7 +332,7 @@ async fn kubelet_error(resp: Response<Incoming>) -> ApiError {
         _ => "InternalError",
     };
     let message = if message.is_empty() { format!("the kubelet answered {code}") } else { message };
-    ApiError { code, reason, message, details: None }
+    ApiError::new(code, reason, message)
 }
 
 /// Dials the kubelet and sends `req` over HTTP/1.1, driving the connection on the tracker.
