@@ -1,6 +1,7 @@
 //! Authentication (bearer tokens from upstream's token file, client certificates) and the
-//! interim authorizer: `system:masters` may do anything; any other identity may read, and may
-//! write only its own node's objects (until RBAC and the node authorizer arrive).
+//! interim authorizer: `system:masters` may do anything; any other identity may read and ask
+//! the reviews, and may write only its own node's objects (until RBAC and the node authorizer
+//! arrive). [`crate::reviews`] lists the same rules for `kubectl auth can-i --list`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -137,6 +138,11 @@ pub fn authorize(
     obj: Option<&Value>,
 ) -> Result<(), ApiError> {
     if user.is_master() || matches!(verb, "get" | "list" | "watch") {
+        return Ok(());
+    }
+    if !r.is_stored() && verb == "create" {
+        // Asking about oneself (the reviews) is open to every authenticated user, as upstream's
+        // system:basic-user role makes it.
         return Ok(());
     }
     let own = user.node().is_some_and(|node| match (r.group, r.name) {

@@ -57,6 +57,11 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
             access_review(authz::SelfSubjectAccessReview::decode(raw).map_err(decode_err)?)
         }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            let r = authz::SelfSubjectRulesReview::decode(raw).map_err(decode_err)?;
+            let namespace = r.spec.and_then(|s| s.namespace);
+            json!({"metadata": object_meta(r.metadata), "spec": {"namespace": namespace}})
+        }
         ("authentication.k8s.io/v1", "SelfSubjectReview") => {
             let r = authn::SelfSubjectReview::decode(raw).map_err(decode_err)?;
             json!({"metadata": object_meta(r.metadata)})
@@ -70,7 +75,7 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
                 415,
                 "UnsupportedMediaType",
                 format!(
-                    "protobuf bodies are decoded for Deployment, Namespace, ConfigMap, Secret, Service, Pod, SelfSubjectAccessReview and SelfSubjectReview; send {api_version} {kind} as JSON"
+                    "protobuf bodies are decoded for Deployment, Namespace, ConfigMap, Secret, Service, Pod, SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview; send {api_version} {kind} as JSON"
                 ),
             ));
         }
@@ -325,6 +330,22 @@ mod tests {
             v,
             json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "metadata": {},
                    "spec": {"resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}}})
+        );
+    }
+
+    #[test]
+    fn a_rules_review_as_kubectl_auth_can_i_list_sends_it() {
+        let review = authz::SelfSubjectRulesReview {
+            metadata: Some(meta::ObjectMeta::default()),
+            spec: Some(authz::SelfSubjectRulesReviewSpec { namespace: Some("team".into()) }),
+            status: None,
+        };
+        let raw =
+            envelope("authorization.k8s.io/v1", "SelfSubjectRulesReview", review.encode_to_vec());
+        assert_eq!(
+            decode(&raw).unwrap(),
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                   "metadata": {}, "spec": {"namespace": "team"}})
         );
     }
 }

@@ -111,6 +111,12 @@ pub const RESOURCES: &[ResourceType] = &[
         "SelfSubjectAccessReview"
     ),
     review!(
+        "authorization.k8s.io",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        "SelfSubjectRulesReview"
+    ),
+    review!(
         "authentication.k8s.io",
         "selfsubjectreviews",
         "selfsubjectreview",

@@ -344,6 +344,15 @@ async fn reviews_are_answered_never_stored_and_malformed_ones_are_named() {
     let wrong = json!({"spec": {"resourceAttributes": {"verb": 7}}});
     let msg = assert_status(&c.json("POST", ssar, JSON, &wrong).await, 400, "BadRequest");
     assert!(msg.contains("spec.resourceAttributes.verb"), "{msg}");
+    let rules = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
+    for body in [json!({"spec": {"namespace": "default"}}), json!({})] {
+        let r = c.json("POST", rules, JSON, &body).await;
+        assert_eq!(r.code, 201, "{body}: {}", r.body);
+        assert_eq!(r.body["status"]["resourceRules"][0]["verbs"], json!(["*"]), "{}", r.body);
+    }
+    let wrong = json!({"spec": {"namespace": 7}});
+    let msg = assert_status(&c.json("POST", rules, JSON, &wrong).await, 400, "BadRequest");
+    assert!(msg.contains("spec.namespace"), "{msg}");
     let whoami = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
     let r = c.json("POST", whoami, JSON, &json!({})).await;
     assert_eq!(r.code, 201, "{}", r.body);
@@ -439,6 +448,11 @@ fn templates() -> Vec<(&'static str, Value)> {
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
             json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                    "spec": {"resourceAttributes": {"verb": "get", "group": "apps", "resource": "deployments", "namespace": "default", "name": "d"}}}),
+        ),
+        (
+            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                   "spec": {"namespace": "default"}}),
         ),
     ]
 }

@@ -283,6 +283,38 @@ fn auth_can_i_and_whoami_answer_from_the_authorizer_that_guards_requests() {
         r.out
     );
 
+    // `--list` (SelfSubjectRulesReview, protobuf): the same authorizer's rules, as rows of
+    // resources, non-resource URLs, names and verbs.
+    let rows = |out: &str| -> Vec<String> {
+        out.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect()
+    };
+    let admin = rows(&ok(&server, &["auth", "can-i", "--list"]));
+    assert_eq!(admin[0], "Resources Non-Resource URLs Resource Names Verbs", "{admin:?}");
+    assert!(admin.contains(&"*.* [] [] [*]".to_string()), "{admin:?}");
+    assert!(admin.contains(&"[*] [] [*]".to_string()), "{admin:?}");
+    let r = as_node(&["auth", "can-i", "--list", "-n", "kube-node-lease"]);
+    assert!(r.ok, "{}", r.err);
+    let listed = rows(&r.out);
+    for row in [
+        "*.* [] [] [get list watch]",
+        "nodes [] [node-a] [*]",
+        "leases.coordination.k8s.io [] [node-a] [*]",
+        "pods/status [] [] [*]",
+        "events [] [] [create patch]",
+        "selfsubjectaccessreviews.authorization.k8s.io [] [] [create]",
+        "[*] [] [get]",
+    ] {
+        assert!(listed.contains(&row.to_string()), "{row:?} missing from {listed:#?}");
+    }
+    assert!(
+        r.err.contains("Warning: the list may be incomplete: rights that depend on the object"),
+        "{}",
+        r.err
+    );
+    // Asking is itself allowed, and can-i says so.
+    let r = as_node(&["auth", "can-i", "create", "selfsubjectrulesreviews.authorization.k8s.io"]);
+    assert_eq!((r.ok, r.out.as_str()), (true, "yes\n"), "{}", r.err);
+
     // A type the server does not serve: kubectl warns, the server says why not.
     let r = as_node(&["auth", "can-i", "list", "widgets.example.com"]);
     assert!(

@@ -167,7 +167,8 @@ pub async fn handle(
         return Err(ApiError::method_not_allowed());
     }
     if !r.is_stored() {
-        // A review: every authenticated user may ask; the answer is computed, not stored.
+        // A review: the answer is computed, not stored.
+        auth::authorize(user, verb, r, ns, None, None, None)?;
         let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
         let (answer, warnings) = reviews::answer(registry, user, r, body, write.validation)?;
         return Ok(with_warnings(body::json(201, &answer), &warnings));

@@ -1,13 +1,16 @@
 //! The review types, created to get an answer and never stored, as upstream:
 //! `selfsubjectaccessreviews` (`kubectl auth can-i`), answered by the same authorizer that
-//! guards every request, and `selfsubjectreviews` (`kubectl auth whoami`), the caller's
-//! identity as authentication saw it.
+//! guards every request; `selfsubjectrulesreviews` (`kubectl auth can-i --list`), that
+//! authorizer's rules written out ([`rules`]); and `selfsubjectreviews` (`kubectl auth
+//! whoami`), the caller's identity as authentication saw it.
+
+mod rules;
 
 use api::validation::{ErrorList, FieldError, Path};
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, SelfSubjectReviewStatus, UserInfo};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-    SubjectAccessReviewStatus,
+    SelfSubjectRulesReview, SubjectAccessReviewStatus,
 };
 use serde_json::Value;
 
@@ -18,7 +21,7 @@ use crate::registry::{self, Registry};
 use crate::resources::{RESOURCES, ResourceType};
 
 /// Why a request the interim authorizer refuses is refused, for `kubectl auth can-i` to print.
-pub const DENIED: &str = "apiserver-lite's interim authorizer (until RBAC): system:masters may do anything, authenticated users may read, a node may write only its own Node, Lease, pods and events";
+pub const DENIED: &str = "apiserver-lite's interim authorizer (until RBAC): system:masters may do anything, authenticated users may read and ask the reviews, a node may write only its own Node, Lease, pods and events";
 
 /// A value rendered as-is in a field error (`null`, or a JSON document).
 struct Raw(String);
@@ -48,6 +51,12 @@ pub fn answer(
             let stored =
                 |t: &ResourceType, ns: Option<&str>, name: &str| registry.get(t, ns, name).ok();
             review.status = Some(decide(user, &review.spec, stored));
+            serde_json::to_value(review)
+        }
+        "SelfSubjectRulesReview" => {
+            let mut review: SelfSubjectRulesReview = typed(decoded)?;
+            let namespace = review.spec.namespace.clone().unwrap_or_default();
+            review.status = Some(rules::rules(user, &namespace));
             serde_json::to_value(review)
         }
         "SelfSubjectReview" => {
@@ -217,6 +226,8 @@ mod tests {
             (&dev, ask("create", "", "pods", "default", ""), false),
             (&dev, ask("*", "", "pods", "default", ""), false),
             (&dev, ask("get", "*", "*", "", ""), true),
+            (&dev, ask("create", "authorization.k8s.io", "selfsubjectrulesreviews", "", ""), true),
+            (&dev, ask("delete", "authorization.k8s.io", "selfsubjectrulesreviews", "", ""), false),
             (&node, ask("update", "*", "*", "", ""), false),
             (&node, ask("update", "", "nodes", "", "node-a"), true),
             (&node, ask("update", "", "nodes", "", "node-b"), false),
