@@ -141,9 +141,12 @@ pub fn authorize(
         return Ok(());
     }
     if !r.is_stored() && verb == "create" {
-        // Asking about oneself (the reviews) is open to every authenticated user, as upstream's
-        // system:basic-user role makes it.
-        return Ok(());
+        // Asking about oneself is open to every authenticated user, as upstream's
+        // system:basic-user role makes it; asking about others (SubjectAccessReview) is for
+        // kubelets authorizing callers of their API, as upstream's system:node role.
+        if r.name != "subjectaccessreviews" || user.node().is_some() {
+            return Ok(());
+        }
     }
     let own = user.node().is_some_and(|node| match (r.group, r.name) {
         ("", "nodes") => {
@@ -238,5 +241,22 @@ mod tests {
             authorize(&node, "delete", pods, Some("default"), Some("p"), None, Some(&theirs))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn anyone_asks_about_themselves_and_only_nodes_and_masters_about_others() {
+        let sar = find("authorization.k8s.io", "v1", "subjectaccessreviews").unwrap();
+        let ssar = find("authorization.k8s.io", "v1", "selfsubjectaccessreviews").unwrap();
+        let user = |name: &str, group: &str| User {
+            name: name.into(),
+            uid: String::new(),
+            groups: vec![group.into()],
+        };
+        let (alice, node) = (user("alice", "devs"), user("system:node:n1", "system:nodes"));
+        assert!(authorize(&alice, "create", ssar, None, None, None, None).is_ok());
+        assert!(authorize(&alice, "create", sar, None, None, None, None).is_err());
+        assert!(authorize(&node, "create", sar, None, None, None, None).is_ok());
+        let admin = user("admin", "system:masters");
+        assert!(authorize(&admin, "create", sar, None, None, None, None).is_ok());
     }
 }

@@ -104,6 +104,9 @@ pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiE
         ("authorization.k8s.io", "SelfSubjectAccessReview") => {
             decode_typed::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(r, obj)
         }
+        ("authorization.k8s.io", "SubjectAccessReview") => {
+            decode_typed::<k8s_openapi::api::authorization::v1::SubjectAccessReview>(r, obj)
+        }
         ("authorization.k8s.io", "SelfSubjectRulesReview") => {
             decode_typed::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(r, obj)
         }

@@ -112,6 +112,12 @@ pub const RESOURCES: &[ResourceType] = &[
     ),
     review!(
         "authorization.k8s.io",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        "SubjectAccessReview"
+    ),
+    review!(
+        "authorization.k8s.io",
         "selfsubjectrulesreviews",
         "selfsubjectrulesreview",
         "SelfSubjectRulesReview"

@@ -344,6 +344,24 @@ async fn reviews_are_answered_never_stored_and_malformed_ones_are_named() {
     let wrong = json!({"spec": {"resourceAttributes": {"verb": 7}}});
     let msg = assert_status(&c.json("POST", ssar, JSON, &wrong).await, 400, "BadRequest");
     assert!(msg.contains("spec.resourceAttributes.verb"), "{msg}");
+    // About someone else: the subject's answer, and a subject is required.
+    let sar = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let about = |user: &str| {
+        json!({"spec": {"user": user, "groups": ["system:nodes"],
+               "resourceAttributes": {"verb": "create", "resource": "nodes", "subresource": "proxy", "name": "node-a"}}})
+    };
+    let r = c.json("POST", sar, JSON, &about("system:node:node-a")).await;
+    assert_eq!((r.code, &r.body["status"]["allowed"]), (201, &json!(true)), "{}", r.body);
+    let r = c.json("POST", sar, JSON, &about("system:node:node-b")).await;
+    assert_eq!((r.code, &r.body["status"]["allowed"]), (201, &json!(false)), "{}", r.body);
+    let nobody = json!({"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}});
+    let msg = assert_status(&c.json("POST", sar, JSON, &nobody).await, 422, "Invalid");
+    assert!(
+        msg.contains(
+            "spec.user: Invalid value: \"\": at least one of user or group must be specified"
+        ),
+        "{msg}"
+    );
     let rules = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
     for body in [json!({"spec": {"namespace": "default"}}), json!({})] {
         let r = c.json("POST", rules, JSON, &body).await;
@@ -448,6 +466,11 @@ fn templates() -> Vec<(&'static str, Value)> {
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
             json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                    "spec": {"resourceAttributes": {"verb": "get", "group": "apps", "resource": "deployments", "namespace": "default", "name": "d"}}}),
+        ),
+        (
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                   "spec": {"user": "system:node:a", "groups": ["system:nodes"], "resourceAttributes": {"verb": "create", "resource": "nodes", "subresource": "proxy", "name": "a"}}}),
         ),
         (
             "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",

@@ -1,16 +1,18 @@
 //! The review types, created to get an answer and never stored, as upstream:
 //! `selfsubjectaccessreviews` (`kubectl auth can-i`), answered by the same authorizer that
-//! guards every request; `selfsubjectrulesreviews` (`kubectl auth can-i --list`), that
-//! authorizer's rules written out ([`rules`]); and `selfsubjectreviews` (`kubectl auth
-//! whoami`), the caller's identity as authentication saw it.
+//! guards every request; `subjectaccessreviews`, the same question about someone else (how a
+//! kubelet in Webhook mode authorizes callers of its API); `selfsubjectrulesreviews`
+//! (`kubectl auth can-i --list`), that authorizer's rules written out ([`rules`]); and
+//! `selfsubjectreviews` (`kubectl auth whoami`), the caller's identity as authentication saw it.
 
 mod rules;
 
 use api::validation::{ErrorList, FieldError, Path};
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, SelfSubjectReviewStatus, UserInfo};
 use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-    SelfSubjectRulesReview, SubjectAccessReviewStatus,
+    NonResourceAttributes, ResourceAttributes, SelfSubjectAccessReview,
+    SelfSubjectAccessReviewSpec, SelfSubjectRulesReview, SubjectAccessReview,
+    SubjectAccessReviewSpec, SubjectAccessReviewStatus,
 };
 use serde_json::Value;
 
@@ -47,10 +49,21 @@ pub fn answer(
     let answered = match r.kind {
         "SelfSubjectAccessReview" => {
             let mut review: SelfSubjectAccessReview = typed(decoded)?;
-            validate(r, &review.spec)?;
+            let spec = &review.spec;
+            validate(r, &spec.resource_attributes, &spec.non_resource_attributes, None)?;
             let stored =
                 |t: &ResourceType, ns: Option<&str>, name: &str| registry.get(t, ns, name).ok();
             review.status = Some(decide(user, &review.spec, stored));
+            serde_json::to_value(review)
+        }
+        "SubjectAccessReview" => {
+            let mut review: SubjectAccessReview = typed(decoded)?;
+            let (subject, spec) = subject_of(&review.spec);
+            let s = &review.spec;
+            validate(r, &s.resource_attributes, &s.non_resource_attributes, Some(&subject))?;
+            let stored =
+                |t: &ResourceType, ns: Option<&str>, name: &str| registry.get(t, ns, name).ok();
+            review.status = Some(decide(&subject, &spec, stored));
             serde_json::to_value(review)
         }
         "SelfSubjectRulesReview" => {
@@ -75,10 +88,17 @@ fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ApiError> {
     serde_json::from_value(v).map_err(|e| ApiError::internal(format!("decoded review: {e}")))
 }
 
-fn validate(r: &ResourceType, spec: &SelfSubjectAccessReviewSpec) -> Result<(), ApiError> {
+/// Upstream's checks of an access review: exactly one kind of attributes, and for a review of
+/// someone else (`subject`), a user or a group.
+fn validate(
+    r: &ResourceType,
+    resource: &Option<ResourceAttributes>,
+    non_resource: &Option<NonResourceAttributes>,
+    subject: Option<&User>,
+) -> Result<(), ApiError> {
     let path = Path::root("spec");
     let mut errors = ErrorList::default();
-    match (&spec.resource_attributes, &spec.non_resource_attributes) {
+    match (resource, non_resource) {
         (None, None) => errors.push(FieldError::invalid(
             &path.child("resourceAttributes"),
             Raw("null".into()),
@@ -91,7 +111,28 @@ fn validate(r: &ResourceType, spec: &SelfSubjectAccessReviewSpec) -> Result<(), 
         )),
         _ => {}
     }
+    if subject.is_some_and(|u| u.name.is_empty() && u.groups.is_empty()) {
+        errors.push(FieldError::invalid(
+            &path.child("user"),
+            "",
+            "at least one of user or group must be specified",
+        ));
+    }
     errors.into_result().map_err(|e| ApiError::invalid(r, "", &e))
+}
+
+/// Whom a SubjectAccessReview asks about, and what, in the terms [`decide`] takes.
+fn subject_of(spec: &SubjectAccessReviewSpec) -> (User, SelfSubjectAccessReviewSpec) {
+    let subject = User {
+        name: spec.user.clone().unwrap_or_default(),
+        uid: spec.uid.clone().unwrap_or_default(),
+        groups: spec.groups.clone().unwrap_or_default(),
+    };
+    let asked = SelfSubjectAccessReviewSpec {
+        resource_attributes: spec.resource_attributes.clone(),
+        non_resource_attributes: spec.non_resource_attributes.clone(),
+    };
+    (subject, asked)
 }
 
 fn user_info(user: &User) -> UserInfo {
@@ -245,6 +286,34 @@ mod tests {
             assert_eq!(got.allowed, want, "{} {:?}", who.name, spec.resource_attributes);
             assert_eq!(got.reason.is_some(), !want, "a refusal says why");
         }
+    }
+
+    #[test]
+    fn a_subject_access_review_asks_about_its_subject_as_a_kubelet_does() {
+        let kubelet_asks = |user: &str, groups: &[&str], verb: &str, node: &str| {
+            let spec = SubjectAccessReviewSpec {
+                user: Some(user.into()),
+                groups: Some(groups.iter().map(|g| g.to_string()).collect()),
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(verb.into()),
+                    version: Some("v1".into()),
+                    resource: Some("nodes".into()),
+                    subresource: Some("proxy".into()),
+                    name: Some(node.into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let (subject, asked) = subject_of(&spec);
+            decide(&subject, &asked, stored).allowed
+        };
+        let masters = ["system:masters", "system:authenticated"];
+        assert!(kubelet_asks("kube-apiserver-kubelet-client", &masters, "create", "node-a"));
+        let nodes = ["system:nodes", "system:authenticated"];
+        assert!(kubelet_asks("system:node:node-a", &nodes, "create", "node-a"));
+        assert!(!kubelet_asks("system:node:node-b", &nodes, "create", "node-a"));
+        assert!(kubelet_asks("system:node:node-b", &nodes, "get", "node-a"), "reads are open");
+        assert!(!kubelet_asks("dev", &[], "create", "node-a"));
     }
 
     #[test]

@@ -42,12 +42,19 @@ pub fn rules(user: &User, namespace: &str) -> SubjectRulesReviewStatus {
         };
     }
     let mut resource_rules = vec![rule(&["get", "list", "watch"], &["*"], &["*"], &[])];
-    for review in RESOURCES.iter().filter(|r| !r.is_stored()) {
+    let self_reviews = RESOURCES.iter().filter(|r| !r.is_stored() && r.name.starts_with("self"));
+    for review in self_reviews {
         resource_rules.push(rule(&["create"], &[review.group], &[review.name], &[]));
     }
     let mut evaluation_error = None;
     if let Some(node) = user.node() {
         resource_rules.push(rule(&["*"], &[""], &["nodes", "nodes/status"], &[node]));
+        resource_rules.push(rule(
+            &["create"],
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &[],
+        ));
         if namespace == "kube-node-lease" {
             resource_rules.push(rule(&["*"], &["coordination.k8s.io"], &["leases"], &[node]));
         }
