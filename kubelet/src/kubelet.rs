@@ -175,6 +175,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         state.clone(),
         runtime.clone(),
         host_ip.as_deref(),
+        client.as_ref(),
         &tasks,
         child.clone(),
     )

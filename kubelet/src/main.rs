@@ -54,6 +54,9 @@ struct Args {
     /// Serve kubelet API requests that carry no verified client certificate.
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     anonymous_auth: Option<bool>,
+    /// Who may use the kubelet API: Webhook (ask the apiserver per caller) or AlwaysAllow.
+    #[arg(long)]
+    authorization_mode: Option<kubelet::config::kubelet_config::AuthorizationMode>,
     /// The cgroup under which pod cgroups are created.
     #[arg(long)]
     cgroup_root: Option<String>,
@@ -108,6 +111,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(a) = args.anonymous_auth {
         config.anonymous_auth = a;
+    }
+    if let Some(mode) = args.authorization_mode {
+        config.authorization_mode = mode;
     }
     config.kubeconfig = args.kubeconfig.clone();
     config.node_ip = args.node_ip;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_cri::{FakeCriServer, FakeRuntime, Match, Program};
-use kubelet::config::kubelet_config::KubeletConfig;
+use kubelet::config::kubelet_config::{AuthorizationMode, KubeletConfig};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -109,6 +109,8 @@ async fn container_logs_need_a_client_certificate_from_the_client_ca() {
         read_only_port: 0,
         healthz_port: 0,
         client_ca_file: Some(dir.path().join("ca.crt")),
+        // Standalone: no apiserver to ask, so every authenticated caller may use the API.
+        authorization_mode: AuthorizationMode::AlwaysAllow,
         ..KubeletConfig::default()
     };
     let stop = CancellationToken::new();

@@ -313,8 +313,14 @@ async fn kubectl_exec_runs_commands_propagates_exit_codes_and_pipes_stdin() {
 }
 
 /// A TLS request to the kubelet's secure port, trusting only its serving certificate in `pki`,
-/// with a client certificate if given; the status code.
-async fn https_status(pki: &Path, port: u16, path: &str, client: Option<(&str, &str)>) -> u16 {
+/// with a client certificate if given; the status code and the body.
+async fn https(
+    pki: &Path,
+    port: u16,
+    method: &str,
+    path: &str,
+    client: Option<(&str, &str)>,
+) -> (u16, String) {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -339,14 +345,17 @@ async fn https_status(pki: &Path, port: u16, path: &str, client: Option<(&str, &
     let name = ServerName::try_from("127.0.0.1").unwrap();
     let mut tls =
         tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap();
-    tls.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: kubelet\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut head = vec![0u8; 12];
-    tls.read_exact(&mut head).await.unwrap();
-    String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: kubelet\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    // A TLS peer may close without close_notify; what was read is the answer.
+    let _ = tls.read_to_end(&mut response).await;
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let code = response.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (code, body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,16 +372,33 @@ async fn the_kubelet_api_refuses_anonymous_callers_and_unreachable_pods_get_a_cl
 
     // The kubelet, verified by its self-signed serving certificate: 401 without a client
     // certificate, the log with the apiserver's.
-    assert_eq!(https_status(&serving, port, path, None).await, 401);
+    assert_eq!(https(&serving, port, "GET", path, None).await.0, 401);
     let pki = c.api.dir().join("pki");
     let cert = std::fs::read_to_string(pki.join("apiserver-kubelet-client.crt")).unwrap();
     let key = std::fs::read_to_string(pki.join("apiserver-kubelet-client.key")).unwrap();
-    assert_eq!(https_status(&serving, port, path, Some((&cert, &key))).await, 200);
+    let apiserver = Some((cert.as_str(), key.as_str()));
+    assert_eq!(https(&serving, port, "GET", path, apiserver).await.0, 200);
+    let missing = "/containerLogs/default/missing/nginx";
+    assert_eq!(https(&serving, port, "GET", missing, apiserver).await.0, 404);
+
+    // Authorization (Webhook, the default): the kubelet asks the apiserver about each caller.
+    // Another node's certificate from the same CA may read (every identity may, until RBAC)
+    // but not exec here; the apiserver's may (its exec is refused only for lacking an upgrade).
+    let (other_cert, other_key) =
+        apiserver_lite::certs::issue_client(&pki, "system:node:node-b", &["system:nodes"]).unwrap();
+    let other = Some((other_cert.as_str(), other_key.as_str()));
+    assert_eq!(https(&serving, port, "GET", path, other).await.0, 200);
+    let exec = "/exec/default/nginx-pod/nginx?command=true&stdout=1";
+    let (code, body) = https(&serving, port, "POST", exec, other).await;
     assert_eq!(
-        https_status(&serving, port, "/containerLogs/default/missing/nginx", Some((&cert, &key)))
-            .await,
-        404
+        (code, body.as_str()),
+        (
+            403,
+            "Forbidden (user=system:node:node-b, verb=create, resource=nodes, subresource=proxy)\n"
+        )
     );
+    let (code, body) = https(&serving, port, "POST", exec, apiserver).await;
+    assert!(![401, 403, 500].contains(&code), "{code} {body}");
 
     // The node reports where its kubelet listens.
     let nodes: Api<Node> = Api::all(c.api.admin_client().await.unwrap());

@@ -15,7 +15,6 @@ use super::duration::GoDuration;
 
 /// Upstream's `KubeletConfiguration` fields this kubelet does not act on yet (accepted, logged).
 const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
-    "authorization",
     "clusterDNS",
     "clusterDomain",
     "resolvConf",
@@ -105,6 +104,7 @@ pub struct KubeletConfigFile {
     pub tls_cert_file: Option<PathBuf>,
     pub tls_private_key_file: Option<PathBuf>,
     pub authentication: Option<AuthenticationFile>,
+    pub authorization: Option<AuthorizationFile>,
     /// Everything else: upstream fields we do not implement, and unknown ones.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -118,6 +118,44 @@ pub struct AuthenticationFile {
     pub anonymous: Option<EnabledFile>,
     /// Webhook token authentication (TokenReview) is not implemented; its setting is accepted.
     pub webhook: Option<serde_json::Value>,
+}
+
+/// `authorization`: what an authenticated caller of the kubelet API may do.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorizationFile {
+    pub mode: Option<AuthorizationMode>,
+    pub webhook: Option<WebhookAuthorizationFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookAuthorizationFile {
+    #[serde(rename = "cacheAuthorizedTTL")]
+    pub cache_authorized_ttl: Option<GoDuration>,
+    #[serde(rename = "cacheUnauthorizedTTL")]
+    pub cache_unauthorized_ttl: Option<GoDuration>,
+}
+
+/// `authorization.mode`, upstream's two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum AuthorizationMode {
+    /// Every authenticated caller may use every endpoint.
+    AlwaysAllow,
+    /// Each request is a SubjectAccessReview to the apiserver (`nodes/proxy` and friends).
+    Webhook,
+}
+
+impl std::str::FromStr for AuthorizationMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "AlwaysAllow" => Ok(Self::AlwaysAllow),
+            "Webhook" => Ok(Self::Webhook),
+            other => Err(format!("{other:?} is not an authorization mode (AlwaysAllow, Webhook)")),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -176,6 +214,12 @@ pub struct KubeletConfig {
     /// Whether requests without a verified client certificate are served
     /// (`authentication.anonymous.enabled`, `--anonymous-auth`; upstream's config default: no).
     pub anonymous_auth: bool,
+    /// `authorization.mode` (`--authorization-mode`; upstream's config default: Webhook).
+    pub authorization_mode: AuthorizationMode,
+    /// How long the apiserver's yes (`authorization.webhook.cacheAuthorizedTTL`) and no
+    /// (`cacheUnauthorizedTTL`) are reused.
+    pub authorization_cache_authorized_ttl: Duration,
+    pub authorization_cache_unauthorized_ttl: Duration,
 }
 
 impl Default for KubeletConfig {
@@ -210,6 +254,9 @@ impl Default for KubeletConfig {
             cert_dir: None,
             client_ca_file: None,
             anonymous_auth: false,
+            authorization_mode: AuthorizationMode::Webhook,
+            authorization_cache_authorized_ttl: Duration::from_secs(5 * 60),
+            authorization_cache_unauthorized_ttl: Duration::from_secs(30),
         }
     }
 }
@@ -294,6 +341,19 @@ impl KubeletConfigFile {
                 c.anonymous_auth = enabled;
             }
         }
+        if let Some(a) = &self.authorization {
+            if let Some(mode) = a.mode {
+                c.authorization_mode = mode;
+            }
+            if let Some(w) = &a.webhook {
+                if let Some(ttl) = w.cache_authorized_ttl {
+                    c.authorization_cache_authorized_ttl = ttl.0;
+                }
+                if let Some(ttl) = w.cache_unauthorized_ttl {
+                    c.authorization_cache_unauthorized_ttl = ttl.0;
+                }
+            }
+        }
         for (field, target) in [
             (self.file_check_frequency, &mut c.file_check_frequency),
             (self.sync_frequency, &mut c.sync_frequency),
@@ -333,6 +393,14 @@ impl KubeletConfig {
         }
         if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
             return invalid("tlsCertFile/tlsPrivateKeyFile", "set both or neither");
+        }
+        let callers = self.client_ca_file.is_some() || self.anonymous_auth;
+        let webhook = self.authorization_mode == AuthorizationMode::Webhook;
+        if webhook && callers && self.port != 0 && self.kubeconfig.is_none() {
+            return invalid(
+                "authorization.mode",
+                "Webhook asks the apiserver about each caller (SubjectAccessReview), and a standalone kubelet (no --kubeconfig) has none: set authorization.mode: AlwaysAllow to let every authenticated caller use the API, or join an apiserver",
+            );
         }
         if !self.cgroup_root.starts_with('/') {
             return invalid("cgroupRoot", "must be an absolute cgroup path");
@@ -396,13 +464,14 @@ someTypoField: true
 
     #[test]
     fn reads_the_kubelet_apis_tls_and_authentication() {
-        let text = "port: 10350\ntlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  anonymous:\n    enabled: true\n";
+        let text = "port: 10350\ntlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  anonymous:\n    enabled: true\nauthorization:\n  mode: AlwaysAllow\n";
         let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
         let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
         file.apply(&mut c);
         assert_eq!(c.port, 10350);
         assert_eq!(c.client_ca_file.as_deref(), Some(Path::new("/pki/ca.crt")));
         assert!(c.anonymous_auth);
+        assert_eq!(c.authorization_mode, AuthorizationMode::AlwaysAllow);
         assert!(file.notes().accepted_not_implemented.is_empty());
         c.validate().unwrap();
         c.tls_private_key_file = None;
@@ -416,5 +485,33 @@ someTypoField: true
         let mut c = KubeletConfig::default();
         file.apply(&mut c);
         assert_eq!(c.static_pod_path, None);
+    }
+
+    #[test]
+    fn webhook_authorization_is_the_default_and_needs_an_apiserver() {
+        let defaults = KubeletConfig::default();
+        assert_eq!(defaults.authorization_mode, AuthorizationMode::Webhook);
+        assert_eq!(defaults.authorization_cache_authorized_ttl, Duration::from_secs(300));
+        assert_eq!(defaults.authorization_cache_unauthorized_ttl, Duration::from_secs(30));
+        let text = "authorization:\n  mode: Webhook\n  webhook:\n    cacheAuthorizedTTL: 1m\n    cacheUnauthorizedTTL: 5s\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n";
+        let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
+        let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+        file.apply(&mut c);
+        assert_eq!(c.authorization_cache_authorized_ttl, Duration::from_secs(60));
+        assert_eq!(c.authorization_cache_unauthorized_ttl, Duration::from_secs(5));
+        // Standalone, callers could authenticate, and nobody to ask: refused, saying what to do.
+        let err = c.validate().unwrap_err().to_string();
+        assert!(err.contains("authorization.mode") && err.contains("AlwaysAllow"), "{err}");
+        c.kubeconfig = Some("/etc/kubernetes/kubelet.conf".into());
+        c.validate().unwrap();
+        // Standalone with no way to authenticate (every request is 401): nothing to authorize.
+        let standalone = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+        standalone.validate().unwrap();
+        let err = KubeletConfigFile::parse(Path::new("k.yaml"), "authorization:\n  mode: RBAC\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("k.yaml") && err.contains("RBAC"), "{err}");
+        assert_eq!("Webhook".parse(), Ok(AuthorizationMode::Webhook));
+        assert!("rbac".parse::<AuthorizationMode>().is_err());
     }
 }

@@ -6,12 +6,15 @@
 //!   `clientCAFile`; anonymous requests refused with 401 unless allowed): `/healthz`, `/pods`,
 //!   [`logs`] (`/containerLogs/{ns}/{pod}/{container}`) and [`exec`] (`/exec/{ns}/{pod}/{container}`
 //!   over WebSocket).
+//! - [`auth`]: who may do what on the secure API (`authorization.mode`: Webhook asks the
+//!   apiserver with a SubjectAccessReview, answers cached; or AlwaysAllow).
 //! - [`certs`]: the self-signed serving certificate made when none is configured.
 //! - [`remotecommand`]: the channel protocol kubectl speaks (`v5.channel.k8s.io`,
 //!   `v4.channel.k8s.io`) and its relay to the runtime's streams.
 //! - [`spdy`]: the client side of the runtime's streaming server (CRI `Exec` URLs), SPDY/3.1
 //!   with `v4.channel.k8s.io`.
 
+pub mod auth;
 pub mod certs;
 pub mod exec;
 pub mod logs;

@@ -4,10 +4,11 @@
 //! (CN the user, O the groups). A request without a verified certificate is anonymous and gets
 //! 401 unless `authentication.anonymous.enabled` is set.
 //!
-//! Authorization: every authenticated caller may use every endpoint. Upstream asks the apiserver
-//! (SubjectAccessReview, `authorization.mode: Webhook`); until that exists, the client CA is the
-//! boundary, so it should sign only the apiserver's kubelet client certificate and
-//! administrators'. Bearer tokens (webhook token review) are not implemented and are refused.
+//! Authorization ([`auth`](super::auth)), per `authorization.mode`: `Webhook` (the default)
+//! asks the apiserver whether the caller may use `nodes/proxy` (or `stats`, `metrics`, ...) of
+//! this node, so another node's certificate from the same CA cannot exec here; `AlwaysAllow`
+//! lets every authenticated caller use every endpoint. Bearer tokens (webhook token review) are
+//! not implemented and are refused.
 //!
 //! Routes: `/healthz`, `/pods`, `/containerLogs/{ns}/{pod}/{container}` ([`logs`](super::logs)),
 //! `/exec/{ns}/{pod}/{container}` ([`exec`](super::exec)). Streams (log followers, exec relays)
@@ -32,10 +33,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use super::auth::{ApiReviewer, Attributes, Authorizer, Webhook};
 use super::certs::{self, CertAndKey, CertError};
 use super::read_only::{self, ServerState};
 use super::{exec, logs};
-use crate::config::kubelet_config::KubeletConfig;
+use crate::config::kubelet_config::{AuthorizationMode, KubeletConfig};
 use crate::runtime::RuntimeManager;
 
 /// How long a TLS handshake may take.
@@ -52,6 +54,10 @@ pub enum SecureError {
     ClientCa { path: std::path::PathBuf, source: std::io::Error },
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
+    #[error(
+        "authorization.mode Webhook needs an apiserver to ask (--kubeconfig); set AlwaysAllow to run standalone"
+    )]
+    WebhookWithoutApiserver,
 }
 
 /// Who is calling: the verified client certificate's subject.
@@ -262,6 +268,8 @@ pub struct SecureServer {
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     anonymous: bool,
+    authorizer: Authorizer,
+    node: String,
 }
 
 impl std::fmt::Debug for SecureServer {
@@ -269,14 +277,36 @@ impl std::fmt::Debug for SecureServer {
         f.debug_struct("SecureServer")
             .field("addr", &self.listener.local_addr().ok())
             .field("anonymous", &self.anonymous)
+            .field("authorizer", &self.authorizer)
             .finish()
     }
 }
 
 impl SecureServer {
     /// Prepares the server from the config; `names` are the node's names and addresses for a
-    /// self-signed certificate.
-    pub async fn bind(config: &KubeletConfig, names: &[String]) -> Result<Self, SecureError> {
+    /// self-signed certificate; `client` reaches the apiserver (Webhook authorization).
+    pub async fn bind(
+        config: &KubeletConfig,
+        names: &[String],
+        client: Option<&kube::Client>,
+    ) -> Result<Self, SecureError> {
+        let authorizer = match (config.authorization_mode, client) {
+            (AuthorizationMode::AlwaysAllow, _) => Authorizer::AlwaysAllow,
+            (AuthorizationMode::Webhook, Some(client)) => {
+                Authorizer::Webhook(Arc::new(Webhook::new(
+                    ApiReviewer(kube::Api::all(client.clone())),
+                    config.authorization_cache_authorized_ttl,
+                    config.authorization_cache_unauthorized_ttl,
+                )))
+            }
+            // Nobody can authenticate (no client CA, no anonymous): every request is 401 first.
+            (AuthorizationMode::Webhook, None)
+                if config.client_ca_file.is_none() && !config.anonymous_auth =>
+            {
+                Authorizer::AlwaysAllow
+            }
+            (AuthorizationMode::Webhook, None) => return Err(SecureError::WebhookWithoutApiserver),
+        };
         let serving = match (&config.tls_cert_file, &config.tls_private_key_file) {
             (Some(cert), Some(key)) => certs::load(cert, key)?,
             _ => {
@@ -302,7 +332,13 @@ impl SecureServer {
         let addr = SocketAddr::new(config.address, config.port);
         let listener =
             TcpListener::bind(addr).await.map_err(|source| SecureError::Bind { addr, source })?;
-        Ok(Self { listener, tls, anonymous: config.anonymous_auth })
+        Ok(Self {
+            listener,
+            tls,
+            anonymous: config.anonymous_auth,
+            authorizer,
+            node: config.node_name.clone(),
+        })
     }
 
     /// The port it listens on (the one reported as the node's kubelet endpoint).
@@ -330,7 +366,11 @@ impl SecureServer {
                 },
             };
             let (acceptor, router, stop) = (acceptor.clone(), router.clone(), stop.clone());
-            let anonymous = self.anonymous;
+            let access = Access {
+                anonymous: self.anonymous,
+                authorizer: self.authorizer.clone(),
+                node: self.node.clone(),
+            };
             connections.spawn(async move {
                 let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
                 {
@@ -347,7 +387,7 @@ impl SecureServer {
                     .peer_certificates()
                     .and_then(|c| c.first())
                     .and_then(|c| identity_from_cert(c));
-                serve_connection(tls, Peer(identity), anonymous, router, stop).await;
+                serve_connection(tls, Peer(identity), access, router, stop).await;
             });
         }
         connections.close();
@@ -364,6 +404,7 @@ pub async fn start(
     read_only: ServerState,
     runtime: Arc<RuntimeManager>,
     host_ip: Option<&str>,
+    client: Option<&kube::Client>,
     tasks: &TaskTracker,
     stop: CancellationToken,
 ) -> Result<u16, SecureError> {
@@ -375,7 +416,7 @@ pub async fn start(
     if !config.address.is_unspecified() {
         names.push(config.address.to_string());
     }
-    let server = SecureServer::bind(config, &names).await?;
+    let server = SecureServer::bind(config, &names, client).await?;
     let port = server.port();
     let state = SecureState { read_only, runtime, streams: TaskTracker::new(), stop };
     tasks.spawn(server.serve(state));
@@ -392,21 +433,66 @@ pub fn authenticated(peer: &Peer, anonymous_allowed: bool) -> bool {
     peer.0.is_some() || anonymous_allowed
 }
 
+/// Who may do what on one connection's requests.
+#[derive(Clone)]
+struct Access {
+    anonymous: bool,
+    authorizer: Authorizer,
+    node: String,
+}
+
+impl Access {
+    /// `None` when the request may go on; otherwise the refusal (401, 403 or 500).
+    async fn check(
+        &self,
+        peer: &Peer,
+        method: &axum::http::Method,
+        path: &str,
+    ) -> Option<Response> {
+        if !authenticated(peer, self.anonymous) {
+            tracing::debug!(path, "kubelet API: anonymous request refused");
+            return Some(text_error(StatusCode::UNAUTHORIZED, "Unauthorized"));
+        }
+        let anonymous = || Identity {
+            name: "system:anonymous".into(),
+            groups: vec!["system:unauthenticated".into()],
+        };
+        let caller = peer.0.clone().unwrap_or_else(anonymous);
+        let attrs = Attributes::of(method, path, &caller, &self.node);
+        match self.authorizer.authorize(&attrs).await {
+            Ok(true) => None,
+            Ok(false) => {
+                tracing::info!(
+                    user = attrs.user,
+                    verb = attrs.verb,
+                    subresource = attrs.subresource,
+                    path,
+                    "kubelet API: forbidden"
+                );
+                Some(attrs.forbidden())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, path, "kubelet API: authorization failed");
+                Some(attrs.error())
+            }
+        }
+    }
+}
+
 async fn serve_connection<I>(
     io: I,
     peer: Peer,
-    anonymous: bool,
+    access: Access,
     router: axum::Router,
     stop: CancellationToken,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-        let (router, peer) = (router.clone(), peer.clone());
+        let (router, peer, access) = (router.clone(), peer.clone(), access.clone());
         async move {
-            if !authenticated(&peer, anonymous) {
-                tracing::debug!(path = req.uri().path(), "kubelet API: anonymous request refused");
-                return Ok::<_, Infallible>(text_error(StatusCode::UNAUTHORIZED, "Unauthorized"));
+            if let Some(refusal) = access.check(&peer, req.method(), req.uri().path()).await {
+                return Ok::<_, Infallible>(refusal);
             }
             tracing::debug!(user = ?peer.0.as_ref().map(|i| &i.name), method = %req.method(), path = req.uri().path(), "kubelet API request");
             req.extensions_mut().insert(peer);
