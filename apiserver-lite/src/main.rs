@@ -69,15 +69,14 @@ struct Args {
     /// The node address types tried, in order, to reach a kubelet.
     #[arg(long, value_delimiter = ',', default_value = "InternalIP,ExternalIP,Hostname")]
     kubelet_preferred_address_types: Vec<String>,
-    /// Log verbosity, as upstream's `-v` (0–1 info, 2–4 debug, 5+ trace); RUST_LOG overrides.
-    #[arg(short = 'v', long = "v", default_value_t = 0)]
-    verbosity: u8,
+    #[command(flatten)]
+    log: daemon::LogArgs,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    daemon::init_tracing(args.verbosity);
+    args.log.init();
     if args.etcd_servers.is_some() {
         anyhow::bail!(
             "--etcd-servers: the etcd backend is not implemented yet; omit it to use the embedded SQLite store"

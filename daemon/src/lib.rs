@@ -1,10 +1,26 @@
 //! The plumbing every binary's `main.rs` shares, so each main only parses flags and runs:
 //!
+//! - [`LogArgs`]: upstream's `-v` flag, flattened into each binary's arguments;
 //! - [`init_tracing`]: logs to stderr at upstream's `-v` levels, `RUST_LOG` overriding;
 //! - [`stop_on_signal`]: a [`CancellationToken`] cancelled by the first SIGTERM or SIGINT.
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
+
+/// The logging flags every binary takes: `#[command(flatten)] log: daemon::LogArgs`.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct LogArgs {
+    /// Log verbosity, as upstream's `-v` (0–1 info, 2–4 debug, 5+ trace); RUST_LOG overrides.
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    pub verbosity: u8,
+}
+
+impl LogArgs {
+    /// [`init_tracing`] at this verbosity.
+    pub fn init(self) {
+        init_tracing(self.verbosity);
+    }
+}
 
 /// The log level for upstream's `-v` verbosity: 0–1 info, 2–4 debug, 5 and above trace.
 pub fn level(verbosity: u8) -> &'static str {
@@ -48,6 +64,20 @@ pub fn stop_on_signal(what: &'static str) -> std::io::Result<CancellationToken> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v_is_read_as_upstreams_flag_spells_it() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            log: LogArgs,
+        }
+        for (argv, want) in [(&["x"][..], 0), (&["x", "-v", "3"], 3), (&["x", "--v=5"], 5)] {
+            assert_eq!(Cmd::try_parse_from(argv).map(|c| c.log.verbosity).ok(), Some(want));
+        }
+        assert!(Cmd::try_parse_from(["x", "-v", "lots"]).is_err());
+    }
 
     #[test]
     fn verbosity_maps_to_upstreams_levels() {

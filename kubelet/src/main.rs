@@ -66,15 +66,14 @@ struct Args {
     /// The address to report as the node's InternalIP (default: the outbound interface's).
     #[arg(long)]
     node_ip: Option<std::net::IpAddr>,
-    /// Log verbosity, as upstream's `-v` (0–1 info, 2–4 debug, 5+ trace); RUST_LOG overrides.
-    #[arg(short = 'v', long = "v", default_value_t = 0)]
-    verbosity: u8,
+    #[command(flatten)]
+    log: daemon::LogArgs,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    daemon::init_tracing(args.verbosity);
+    args.log.init();
 
     let mut config = KubeletConfig {
         node_name: kubelet::kubelet::default_node_name(),

@@ -42,15 +42,14 @@ struct Args {
     /// Bindings in flight at most (an addition: upstream binds in unbounded goroutines).
     #[arg(long, default_value_t = 64)]
     max_bindings_in_flight: usize,
-    /// Log verbosity, as upstream's `-v` (0–1 info, 2–4 debug, 5+ trace); RUST_LOG overrides.
-    #[arg(short = 'v', long = "v", default_value_t = 0)]
-    verbosity: u8,
+    #[command(flatten)]
+    log: daemon::LogArgs,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    daemon::init_tracing(args.verbosity);
+    args.log.init();
 
     // Upstream's validation of the leader election flags.
     if args.leader_elect {
