@@ -312,6 +312,85 @@ async fn kubectl_exec_runs_commands_propagates_exit_codes_and_pipes_stdin() {
     cluster.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_joins_the_containers_own_stdin_and_stdout_and_detaching_leaves_it_running()
+{
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let cluster = Cluster::start().await;
+    let c = &cluster;
+    let pods: Api<Pod> = Api::namespaced(c.api.admin_client().await.unwrap(), "default");
+    let echo: Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "echo"},
+        "spec": {
+            "nodeName": NODE,
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "echo", "image": "busybox:1.35", "stdin": true,
+                "command": ["sh", "-c", "echo ready; while read line; do echo \"got: $line\"; done"]}],
+        },
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &echo).await.unwrap();
+    let running = |p: &Pod| {
+        let statuses = p.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+        statuses.and_then(|s| s.first()).and_then(|s| s.state.as_ref()?.running.as_ref()).is_some()
+    };
+    eventually("echo running", WAIT, POLL, || async {
+        pods.get("echo").await.ok().filter(running).map(|_| ())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", c.logs(&e.to_string())));
+
+    // What kubectl attach -i sends reaches the container's own process, and what that process
+    // writes afterwards comes back.
+    let mut attach = c
+        .kubectl(&["attach", "-i", "echo", "-c", "echo"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = attach.stdin.take().unwrap();
+    let stdout = attach.stdout.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // The session may not be open yet when the first line is written: write until answered.
+    let mut heard = Vec::new();
+    for _ in 0..60 {
+        stdin.write_all(b"hello\n").unwrap();
+        stdin.flush().unwrap();
+        if let Ok(line) = lines.recv_timeout(Duration::from_millis(500)) {
+            heard.push(line);
+            break;
+        }
+    }
+    assert_eq!(heard.first().map(String::as_str), Some("got: hello"), "{}", c.logs("attach"));
+
+    // Detaching (the client goes) leaves the container running, not restarted.
+    attach.kill().unwrap();
+    let _ = attach.wait();
+    let out = c.run(&["exec", "echo", "--", "true"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pod = pods.get("echo").await.unwrap();
+    assert!(running(&pod), "{:?}", pod.status);
+    let restarts = pod.status.and_then(|s| s.container_statuses).map(|s| s[0].restart_count);
+    assert_eq!(restarts, Some(0));
+
+    // A container the pod does not have is named.
+    let out = c.run(&["attach", "echo", "-c", "nope"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("container nope not found"), "{}", text(&out.stderr));
+    cluster.stop().await;
+}
+
 /// A TLS request to the kubelet's secure port, trusting only its serving certificate in `pki`,
 /// with a client certificate if given; the status code and the body.
 async fn https(

@@ -1,14 +1,14 @@
-//! `pods/log` and `pods/exec`, proxied to the pod's kubelet as upstream's API server does: the
+//! `pods/log`, `pods/exec` and `pods/attach`, proxied to the pod's kubelet as upstream's API server does: the
 //! pod is looked up (404 if missing) and its container chosen (the only one when none is named;
 //! 400 naming the choices, or naming an unknown container), its node's address
 //! (`status.addresses`, by `--kubelet-preferred-address-types`) and kubelet port
 //! (`status.daemonEndpoints.kubeletEndpoint.Port`) are read, and the request goes to
-//! `https://<address>:<port>/containerLogs/{ns}/{pod}/{container}` or `/exec/…` over TLS with the
+//! `https://<address>:<port>/containerLogs/{ns}/{pod}/{container}`, `/exec/…` or `/attach/…` over TLS with the
 //! API server's kubelet client certificate. The kubelet's serving certificate is verified against
 //! `--kubelet-certificate-authority` when given and, as upstream's default, not verified without
 //! it.
 //!
-//! Logs stream through as they come (chunked, so `follow` works). Exec is an upgrade: when the
+//! Logs stream through as they come (chunked, so `follow` works). Exec and attach are upgrades: when the
 //! kubelet answers 101 the client gets the kubelet's 101 and the two connections are spliced
 //! byte for byte until either side closes. A kubelet error becomes a `Status` with the kubelet's
 //! code and message, as upstream's response checker does.
@@ -481,8 +481,29 @@ const UPGRADE_RESPONSE_HEADERS: [HeaderName; 4] = [
     header::SEC_WEBSOCKET_PROTOCOL,
 ];
 
-/// `GET`/`POST pods/{name}/exec` (authorized as `create`, as upstream does for both).
-pub async fn exec(
+/// The two remote-command subresources, streamed the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteCommand {
+    /// `pods/exec`: a new command in the container.
+    Exec,
+    /// `pods/attach`: the container's own process.
+    Attach,
+}
+
+impl RemoteCommand {
+    /// The subresource, which is also the kubelet's path.
+    pub fn subresource(self) -> &'static str {
+        match self {
+            RemoteCommand::Exec => "exec",
+            RemoteCommand::Attach => "attach",
+        }
+    }
+}
+
+/// `GET`/`POST pods/{name}/exec` or `pods/{name}/attach` (authorized as `create`, as upstream
+/// does for both methods).
+pub async fn remote_command(
+    kind: RemoteCommand,
     state: &ApiState,
     user: &User,
     ns: Option<&str>,
@@ -492,11 +513,12 @@ pub async fn exec(
 ) -> Result<Response<Body>, ApiError> {
     let pods =
         resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
-    auth::authorize(user, "create", pods, ns, Some(name), Some("exec"), None)?;
+    let sub = kind.subresource();
+    auth::authorize(user, "create", pods, ns, Some(name), Some(sub), None)?;
     let loc = locate(state, ns, name, container)?;
     let q = kubelet_query(req.uri().query(), true);
     let path = format!(
-        "/exec/{}/{}/{}?{q}",
+        "/{sub}/{}/{}/{}?{q}",
         segment(ns.unwrap_or_default()),
         segment(name),
         segment(&loc.container)
@@ -527,7 +549,7 @@ pub async fn exec(
         let (client, kubelet) = match tokio::join!(client_upgrade, kubelet_upgrade) {
             (Ok(c), Ok(k)) => (c, k),
             (c, k) => {
-                tracing::debug!(exec = %what, client = ?c.err(), kubelet = ?k.err(), "exec upgrade failed");
+                tracing::debug!(session = %what, client = ?c.err(), kubelet = ?k.err(), "{sub} upgrade failed");
                 return;
             }
         };
@@ -535,7 +557,7 @@ pub async fn exec(
         tokio::select! {
             r = tokio::io::copy_bidirectional(&mut client, &mut kubelet) => {
                 if let Err(e) = r {
-                    tracing::debug!(exec = %what, error = %e, "exec stream ended");
+                    tracing::debug!(session = %what, error = %e, "{sub} stream ended");
                 }
             }
             () = stop.cancelled() => {}

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::ApiState;
 use super::body::{self, Body};
+use super::proxy::RemoteCommand;
 use super::watch::{self, WatchFormat};
 use crate::auth::{self, User};
 use crate::binding::Binding;
@@ -131,9 +132,14 @@ pub async fn handle(
                 return super::proxy::logs(state, user, ns, n, raw.as_deref(), q.get("container"))
                     .await;
             }
-            (&Method::GET | &Method::POST, Some(n), Some("exec")) => {
+            (&Method::GET | &Method::POST, Some(n), Some(sub @ ("exec" | "attach"))) => {
+                let kind = match sub {
+                    "exec" => RemoteCommand::Exec,
+                    _ => RemoteCommand::Attach,
+                };
                 let container = q.get("container").map(str::to_string);
-                return super::proxy::exec(state, user, ns, n, req, container.as_deref()).await;
+                let c = container.as_deref();
+                return super::proxy::remote_command(kind, state, user, ns, n, req, c).await;
             }
             _ => {}
         }

@@ -1,13 +1,16 @@
-//! `GET /exec/{namespace}/{pod}/{container}?command=…&input=1&output=1&error=1&tty=1`: runs a
-//! command in a running container, as upstream's `getExec`, over a WebSocket with
+//! `/exec/{namespace}/{pod}/{container}?command=…&input=1&output=1&error=1&tty=1`: runs a
+//! command in a running container, as upstream's `getExec`; and
+//! `/attach/{namespace}/{pod}/{container}?input=1&output=1&error=1&tty=1`: joins the stdio of
+//! the container's own process, as upstream's `getAttach`. Both over a WebSocket with
 //! `v5.channel.k8s.io` or `v4.channel.k8s.io` (see [`remotecommand`](super::remotecommand)).
 //!
 //! The request is checked first (pod, container running, parameters, the upgrade), so a bad one
-//! gets a plain HTTP error before anything starts. Then the kubelet asks the runtime for an exec
-//! session (CRI `Exec`, which returns a URL on the runtime's streaming server), opens its streams
-//! over SPDY ([`spdy`](super::spdy)), answers 101 and relays between the two until the runtime
-//! ends the session (the command's status is its last message), the client goes, or the kubelet
-//! stops. SPDY from clients (kubectl's fallback) is refused: clients reach exec over WebSocket.
+//! gets a plain HTTP error before anything starts. Then the kubelet asks the runtime for a
+//! session (CRI `Exec` or `Attach`, which return a URL on the runtime's streaming server), opens
+//! its streams over SPDY ([`spdy`](super::spdy)), answers 101 and relays between the two until
+//! the runtime ends the session (an exec's status is its last message; an attach ends with the
+//! container), the client goes, or the kubelet stops. SPDY from clients (kubectl's fallback) is
+//! refused: clients reach exec and attach over WebSocket.
 
 use std::time::Duration;
 
@@ -35,10 +38,17 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 /// How long a client has to answer our close before the connection is dropped.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The parsed query (upstream's `remotecommand.Options` and the command).
+/// What a session runs: a new command, or the container's own process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Session {
+    Exec { command: Vec<String> },
+    Attach,
+}
+
+/// The parsed query (upstream's `remotecommand.Options`, and the command of an exec).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecQuery {
-    pub command: Vec<String>,
+    pub session: Session,
     pub streams: StreamOptions,
 }
 
@@ -47,35 +57,46 @@ fn flag(v: &str) -> bool {
 }
 
 impl ExecQuery {
+    /// An exec's query: the command and the streams.
     pub fn parse(pairs: &[(String, String)]) -> Result<Self, RequestError> {
-        let mut command = Vec::new();
-        let mut s = StreamOptions::default();
-        for (k, v) in pairs {
-            match k.as_str() {
-                "command" => command.push(v.clone()),
-                "input" | "stdin" => s.stdin = flag(v),
-                "output" | "stdout" => s.stdout = flag(v),
-                "error" | "stderr" => s.stderr = flag(v),
-                "tty" => s.tty = flag(v),
-                _ => {}
-            }
-        }
+        let command: Vec<String> =
+            pairs.iter().filter(|(k, _)| k == "command").map(|(_, v)| v.clone()).collect();
         if command.is_empty() {
             return Err(RequestError::BadRequest(
                 "no command given (the command parameter)".into(),
             ));
         }
-        if !(s.stdin || s.stdout || s.stderr) {
-            return Err(RequestError::BadRequest(
-                "you must specify at least 1 of stdin, stdout, stderr".into(),
-            ));
-        }
-        // A terminal merges stderr into stdout (upstream drops stderr the same way).
-        if s.tty {
-            s.stderr = false;
-        }
-        Ok(Self { command, streams: s })
+        Ok(Self { session: Session::Exec { command }, streams: streams(pairs)? })
     }
+
+    /// An attach's query: the streams (a command is ignored, as upstream ignores it).
+    pub fn parse_attach(pairs: &[(String, String)]) -> Result<Self, RequestError> {
+        Ok(Self { session: Session::Attach, streams: streams(pairs)? })
+    }
+}
+
+/// The streams a query asks for; at least one of them.
+fn streams(pairs: &[(String, String)]) -> Result<StreamOptions, RequestError> {
+    let mut s = StreamOptions::default();
+    for (k, v) in pairs {
+        match k.as_str() {
+            "input" | "stdin" => s.stdin = flag(v),
+            "output" | "stdout" => s.stdout = flag(v),
+            "error" | "stderr" => s.stderr = flag(v),
+            "tty" => s.tty = flag(v),
+            _ => {}
+        }
+    }
+    if !(s.stdin || s.stdout || s.stderr) {
+        return Err(RequestError::BadRequest(
+            "you must specify at least 1 of stdin, stdout, stderr".into(),
+        ));
+    }
+    // A terminal merges stderr into stdout (upstream drops stderr the same way).
+    if s.tty {
+        s.stderr = false;
+    }
+    Ok(s)
 }
 
 /// The WebSocket handshake a request asks for.
@@ -115,20 +136,38 @@ pub fn websocket_upgrade(headers: &HeaderMap) -> Result<Upgrade, RequestError> {
     Ok(Upgrade { protocol, accept })
 }
 
-/// The handler.
+/// The exec handler.
 pub async fn exec(
     State(state): State<SecureState>,
     Path((namespace, pod, container)): Path<(String, String, String)>,
     Query(pairs): Query<Vec<(String, String)>>,
     req: Request,
 ) -> Response {
-    match start(state, namespace, pod, container, &pairs, req).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::debug!(error = %e, "exec refused");
-            e.into_response()
-        }
-    }
+    let started = match ExecQuery::parse(&pairs) {
+        Ok(q) => start(state, namespace, pod, container, q, req).await,
+        Err(e) => Err(e),
+    };
+    started.unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "exec refused");
+        e.into_response()
+    })
+}
+
+/// The attach handler.
+pub async fn attach(
+    State(state): State<SecureState>,
+    Path((namespace, pod, container)): Path<(String, String, String)>,
+    Query(pairs): Query<Vec<(String, String)>>,
+    req: Request,
+) -> Response {
+    let started = match ExecQuery::parse_attach(&pairs) {
+        Ok(q) => start(state, namespace, pod, container, q, req).await,
+        Err(e) => Err(e),
+    };
+    started.unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "attach refused");
+        e.into_response()
+    })
 }
 
 async fn start(
@@ -136,10 +175,9 @@ async fn start(
     namespace: String,
     name: String,
     container: String,
-    pairs: &[(String, String)],
+    q: ExecQuery,
     mut req: Request,
 ) -> Result<Response, RequestError> {
-    let q = ExecQuery::parse(pairs)?;
     let pod = find_pod(&state, &namespace, &name)?;
     let status = container_status(&pod, &container)?;
     let id = status
@@ -152,16 +190,34 @@ async fn start(
             container: container.clone(),
         })?;
     let upgrade = websocket_upgrade(req.headers())?;
-    let exec = cri::ExecRequest {
-        container_id: id,
-        cmd: q.command.clone(),
-        tty: q.streams.tty,
-        stdin: q.streams.stdin,
-        stdout: q.streams.stdout,
-        stderr: q.streams.stderr,
+    let o = q.streams;
+    let cri = &state.runtime.cri;
+    let url = match &q.session {
+        Session::Exec { command } => {
+            let (cmd, container_id) = (command.clone(), id);
+            let r = cri::ExecRequest {
+                container_id,
+                cmd,
+                tty: o.tty,
+                stdin: o.stdin,
+                stdout: o.stdout,
+                stderr: o.stderr,
+            };
+            cri.exec(r).await.map(|r| r.url)
+        }
+        Session::Attach => {
+            let r = cri::AttachRequest {
+                container_id: id,
+                tty: o.tty,
+                stdin: o.stdin,
+                stdout: o.stdout,
+                stderr: o.stderr,
+            };
+            cri.attach(r).await.map(|r| r.url)
+        }
     };
-    let url = match state.runtime.cri.exec(exec).await {
-        Ok(r) => r.url,
+    let url = match url {
+        Ok(url) => url,
         Err(source) => {
             return Err(RequestError::Runtime {
                 namespace,
@@ -182,7 +238,7 @@ async fn start(
         })?;
     let on_upgrade = hyper::upgrade::on(&mut req);
     let what = format!("{namespace}/{name}/{container}");
-    tracing::info!(container = %what, command = ?q.command, protocol = upgrade.protocol.name(), "exec");
+    tracing::info!(container = %what, session = ?q.session, protocol = upgrade.protocol.name(), "remote command");
     let stop = state.stop.child_token();
     let (protocol, streams) = (upgrade.protocol, q.streams);
     state.streams.spawn(async move {
@@ -325,7 +381,8 @@ mod tests {
             ("error", "1"),
         ])
         .unwrap();
-        assert_eq!(got.command, ["sh", "-c", "exit 3"]);
+        let command = ["sh", "-c", "exit 3"].map(String::from).to_vec();
+        assert_eq!(got.session, Session::Exec { command });
         assert_eq!(
             got.streams,
             StreamOptions { stdin: false, stdout: true, stderr: true, tty: false }
@@ -345,6 +402,18 @@ mod tests {
             q(&[("command", "ls")]).unwrap_err().to_string(),
             "you must specify at least 1 of stdin, stdout, stderr"
         );
+    }
+
+    #[test]
+    fn an_attach_needs_streams_and_no_command() {
+        let owned = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect()
+        };
+        let got = ExecQuery::parse_attach(&owned(&[("input", "1"), ("output", "1")])).unwrap();
+        assert_eq!(got.session, Session::Attach);
+        assert_eq!(got.streams, StreamOptions { stdin: true, stdout: true, ..Default::default() });
+        let err = ExecQuery::parse_attach(&owned(&[("tty", "1")])).unwrap_err();
+        assert_eq!(err.to_string(), "you must specify at least 1 of stdin, stdout, stderr");
     }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {

@@ -11,7 +11,7 @@
 //! not implemented and are refused.
 //!
 //! Routes: `/healthz`, `/pods`, `/containerLogs/{ns}/{pod}/{container}` ([`logs`](super::logs)),
-//! `/exec/{ns}/{pod}/{container}` ([`exec`](super::exec)). Streams (log followers, exec relays)
+//! `/exec/{ns}/{pod}/{container}` and `/attach/{ns}/{pod}/{container}` ([`exec`](super::exec)). Streams (log followers, exec relays)
 //! run on the server's task tracker and stop with it.
 
 use std::convert::Infallible;
@@ -144,6 +144,7 @@ pub fn router(state: SecureState) -> axum::Router {
     axum::Router::new()
         .route("/containerLogs/{namespace}/{pod}/{container}", get(logs::container_logs))
         .route("/exec/{namespace}/{pod}/{container}", get(exec::exec).post(exec::exec))
+        .route("/attach/{namespace}/{pod}/{container}", get(exec::attach).post(exec::attach))
         .with_state(state)
         .merge(read_only)
 }
@@ -352,7 +353,7 @@ impl SecureServer {
         let router = router(state.clone());
         let connections = TaskTracker::new();
         let stop = state.stop.clone();
-        tracing::info!(addr = ?self.listener.local_addr().ok(), "serving the kubelet API (/containerLogs, /exec, /pods, /healthz) over TLS");
+        tracing::info!(addr = ?self.listener.local_addr().ok(), "serving the kubelet API (/containerLogs, /exec, /attach, /pods, /healthz) over TLS");
         loop {
             let (tcp, remote) = tokio::select! {
                 () = stop.cancelled() => break,
