@@ -113,7 +113,7 @@ pub fn websocket_upgrade(headers: &HeaderMap) -> Result<Upgrade, RequestError> {
     let upgrade = get(header::UPGRADE).unwrap_or_default();
     if upgrade.to_ascii_lowercase().starts_with("spdy") {
         return Err(RequestError::BadRequest(
-            "exec over SPDY is not served by this kubelet: use WebSocket (v5.channel.k8s.io or v4.channel.k8s.io)".into(),
+            "exec and attach over SPDY are not served by this kubelet: use WebSocket (v5.channel.k8s.io or v4.channel.k8s.io)".into(),
         ));
     }
     if !upgrade.eq_ignore_ascii_case("websocket") {
