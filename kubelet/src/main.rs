@@ -57,6 +57,9 @@ struct Args {
     /// Who may use the kubelet API: Webhook (ask the apiserver per caller) or AlwaysAllow.
     #[arg(long)]
     authorization_mode: Option<kubelet::config::kubelet_config::AuthorizationMode>,
+    /// How long an exec or attach stream may be idle before it is closed (e.g. 4h0m0s; 0: never).
+    #[arg(long)]
+    streaming_connection_idle_timeout: Option<kubelet::config::duration::GoDuration>,
     /// The cgroup under which pod cgroups are created.
     #[arg(long)]
     cgroup_root: Option<String>,
@@ -113,6 +116,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(mode) = args.authorization_mode {
         config.authorization_mode = mode;
+    }
+    if let Some(idle) = args.streaming_connection_idle_timeout {
+        config.streaming_connection_idle_timeout = idle.0;
     }
     config.kubeconfig = args.kubeconfig.clone();
     config.node_ip = args.node_ip;

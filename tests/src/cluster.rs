@@ -15,10 +15,16 @@ pub struct JoinedNode {
 
 impl JoinedNode {
     pub async fn start(node: &str) -> anyhow::Result<Self> {
+        Self::start_with_kubelet_flags(node, &[]).await
+    }
+
+    /// [`JoinedNode::start`], the kubelet started with more flags.
+    pub async fn start_with_kubelet_flags(node: &str, flags: &[&str]) -> anyhow::Result<Self> {
         let api = ApiServer::start_for_nodes(&[node])?;
         let containerd = Containerd::start(Default::default()).await?;
         containerd.import_test_images()?;
-        let kubelet = Kubelet::start_joined(&containerd, node, &api.node_kubeconfig(node)?)?;
+        let kubeconfig = api.node_kubeconfig(node)?;
+        let kubelet = Kubelet::start_joined_with(&containerd, node, &kubeconfig, flags)?;
         Ok(Self { api, containerd, kubelet })
     }
 

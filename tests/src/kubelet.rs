@@ -57,7 +57,18 @@ impl Kubelet {
         node: &str,
         kubeconfig: &std::path::Path,
     ) -> anyhow::Result<Self> {
+        Self::start_joined_with(containerd, node, kubeconfig, &[])
+    }
+
+    /// [`Kubelet::start_joined`] with more command-line flags.
+    pub fn start_joined_with(
+        containerd: &Containerd,
+        node: &str,
+        kubeconfig: &std::path::Path,
+        flags: &[&str],
+    ) -> anyhow::Result<Self> {
         let mut extra = vec!["--kubeconfig".to_string(), kubeconfig.display().to_string()];
+        extra.extend(flags.iter().map(|f| f.to_string()));
         if let Some(ca) = kubeconfig_ca(kubeconfig)? {
             extra.extend(["--client-ca-file".to_string(), ca.display().to_string()]);
         }

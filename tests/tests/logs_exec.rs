@@ -391,6 +391,37 @@ async fn kubectl_attach_joins_the_containers_own_stdin_and_stdout_and_detaching_
     cluster.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_stream_with_no_data_either_way_is_closed_after_the_idle_timeout() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let node =
+        JoinedNode::start_with_kubelet_flags(NODE, &["--streaming-connection-idle-timeout=2s"]);
+    let cluster = Cluster(node.await.unwrap());
+    cluster.nginx_running().await;
+    let c = &cluster;
+
+    // Output every 0.5 s for 3 s keeps the stream alive past the 2 s timeout.
+    let script = "for i in 1 2 3 4 5 6; do echo $i; sleep 0.5; done";
+    let out = c.run(&["exec", "nginx-pod", "-c", "nginx", "--", "sh", "-c", script]);
+    assert!(out.status.success(), "{}", c.logs(&text(&out.stderr)));
+    assert_eq!(text(&out.stdout), "1\n2\n3\n4\n5\n6\n");
+
+    // A command that says nothing for 30 s: the stream is closed after 2 s, saying why.
+    let started = std::time::Instant::now();
+    let out = c.run(&["exec", "nginx-pod", "-c", "nginx", "--", "sleep", "30"]);
+    let took = started.elapsed();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("(streamingConnectionIdleTimeout)"),
+        "{}",
+        c.logs(&text(&out.stderr))
+    );
+    assert!(took < Duration::from_secs(20), "closed after {took:?}");
+    cluster.stop().await;
+}
+
 /// A TLS request to the kubelet's secure port, trusting only its serving certificate in `pki`,
 /// with a client certificate if given; the status code and the body.
 async fn https(

@@ -73,7 +73,6 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "seccompDefault",
     "registerNode",
     "registerWithTaints",
-    "streamingConnectionIdleTimeout",
 ];
 
 /// The config file as written: every field optional, unknown ones collected.
@@ -105,6 +104,7 @@ pub struct KubeletConfigFile {
     pub tls_private_key_file: Option<PathBuf>,
     pub authentication: Option<AuthenticationFile>,
     pub authorization: Option<AuthorizationFile>,
+    pub streaming_connection_idle_timeout: Option<GoDuration>,
     /// Everything else: upstream fields we do not implement, and unknown ones.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -220,6 +220,9 @@ pub struct KubeletConfig {
     /// (`cacheUnauthorizedTTL`) are reused.
     pub authorization_cache_authorized_ttl: Duration,
     pub authorization_cache_unauthorized_ttl: Duration,
+    /// How long an exec or attach stream may pass no data either way before it is closed
+    /// (`streamingConnectionIdleTimeout`, `--streaming-connection-idle-timeout`; 0: never).
+    pub streaming_connection_idle_timeout: Duration,
 }
 
 impl Default for KubeletConfig {
@@ -257,6 +260,7 @@ impl Default for KubeletConfig {
             authorization_mode: AuthorizationMode::Webhook,
             authorization_cache_authorized_ttl: Duration::from_secs(5 * 60),
             authorization_cache_unauthorized_ttl: Duration::from_secs(30),
+            streaming_connection_idle_timeout: Duration::from_secs(4 * 60 * 60),
         }
     }
 }
@@ -360,6 +364,7 @@ impl KubeletConfigFile {
             (self.runtime_request_timeout, &mut c.runtime_request_timeout),
             (self.node_status_update_frequency, &mut c.node_status_update_frequency),
             (self.node_status_report_frequency, &mut c.node_status_report_frequency),
+            (self.streaming_connection_idle_timeout, &mut c.streaming_connection_idle_timeout),
         ] {
             if let Some(d) = field {
                 *target = d.0;
@@ -464,11 +469,12 @@ someTypoField: true
 
     #[test]
     fn reads_the_kubelet_apis_tls_and_authentication() {
-        let text = "port: 10350\ntlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  anonymous:\n    enabled: true\nauthorization:\n  mode: AlwaysAllow\n";
+        let text = "streamingConnectionIdleTimeout: 5m\nport: 10350\ntlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  anonymous:\n    enabled: true\nauthorization:\n  mode: AlwaysAllow\n";
         let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
         let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
         file.apply(&mut c);
         assert_eq!(c.port, 10350);
+        assert_eq!(c.streaming_connection_idle_timeout, Duration::from_secs(300));
         assert_eq!(c.client_ca_file.as_deref(), Some(Path::new("/pki/ca.crt")));
         assert!(c.anonymous_auth);
         assert_eq!(c.authorization_mode, AuthorizationMode::AlwaysAllow);
@@ -493,6 +499,7 @@ someTypoField: true
         assert_eq!(defaults.authorization_mode, AuthorizationMode::Webhook);
         assert_eq!(defaults.authorization_cache_authorized_ttl, Duration::from_secs(300));
         assert_eq!(defaults.authorization_cache_unauthorized_ttl, Duration::from_secs(30));
+        assert_eq!(defaults.streaming_connection_idle_timeout, Duration::from_secs(4 * 3600));
         let text = "authorization:\n  mode: Webhook\n  webhook:\n    cacheAuthorizedTTL: 1m\n    cacheUnauthorizedTTL: 5s\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n";
         let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
         let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };

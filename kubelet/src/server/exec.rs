@@ -240,6 +240,7 @@ async fn start(
     let what = format!("{namespace}/{name}/{container}");
     tracing::info!(container = %what, session = ?q.session, protocol = upgrade.protocol.name(), "remote command");
     let stop = state.stop.child_token();
+    let idle = state.idle_timeout;
     let (protocol, streams) = (upgrade.protocol, q.streams);
     state.streams.spawn(async move {
         match on_upgrade.await {
@@ -253,7 +254,8 @@ async fn start(
                     Some(config),
                 )
                 .await;
-                relay(ws, runtime, Relay::new(protocol, streams), stop, &what).await;
+                let ends = Ends { stop, idle };
+                relay(ws, runtime, Relay::new(protocol, streams), ends, &what).await;
             }
             Err(e) => {
                 tracing::debug!(container = %what, error = %e, "exec: the client did not upgrade");
@@ -272,27 +274,57 @@ async fn start(
     Ok(resp)
 }
 
+/// What ends a relay besides its two sides: the kubelet stopping, and no data for `idle`.
+struct Ends {
+    stop: CancellationToken,
+    idle: Option<Duration>,
+}
+
+impl Ends {
+    /// When the stream counts as idle if nothing passes before then.
+    fn idle_deadline(&self) -> Option<tokio::time::Instant> {
+        self.idle.map(|t| tokio::time::Instant::now() + t)
+    }
+}
+
+/// Waits until `deadline`, or forever without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Moves messages between the client and the runtime until the runtime ends the session, the
-/// client goes, or `stop`.
+/// client goes, nothing passes for the idle timeout, or the kubelet stops.
 async fn relay<S>(
     mut ws: WebSocketStream<S>,
     mut runtime: RuntimeStreams,
     mut relay: Relay,
-    stop: CancellationToken,
+    ends: Ends,
     what: &str,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let mut failure: Option<String> = None;
     let mut client_gone = false;
+    let mut deadline = ends.idle_deadline();
     'relay: loop {
         tokio::select! {
-            () = stop.cancelled() => {
+            () = ends.stop.cancelled() => {
                 failure = Some("the kubelet is stopping".into());
+                break;
+            }
+            () = until(deadline) => {
+                let idle = humantime::format_duration(ends.idle.unwrap_or_default());
+                failure = Some(format!(
+                    "closed after {idle} with no data either way (streamingConnectionIdleTimeout)"
+                ));
                 break;
             }
             msg = ws.next() => match msg {
                 Some(Ok(Message::Binary(data))) => {
+                    deadline = ends.idle_deadline();
                     if let Some(to) = relay.from_client(&data)
                         && let Err(e) = runtime.send(to).await
                     {
@@ -313,6 +345,7 @@ async fn relay<S>(
             },
             event = runtime.next().inspect(|e| tracing::trace!(container = %what, event = ?e, "exec: runtime event")) => match event {
                 Ok(Some(Event::Data { stream, data, fin })) => {
+                    deadline = ends.idle_deadline();
                     for m in relay.from_runtime(stream, &data, fin) {
                         if ws.send(Message::Binary(Bytes::from(m))).await.is_err() {
                             client_gone = true;
@@ -440,7 +473,7 @@ mod tests {
         assert_eq!(up.accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
         assert_eq!(up.protocol, Protocol::V5);
         let spdy = websocket_upgrade(&headers(&[("upgrade", "SPDY/3.1")])).unwrap_err();
-        assert!(spdy.to_string().contains("SPDY is not served"), "{spdy}");
+        assert!(spdy.to_string().contains("over SPDY are not served"), "{spdy}");
         let plain = websocket_upgrade(&headers(&[])).unwrap_err();
         assert_eq!(plain.to_string(), "Upgrade request required");
         let mut other = ok;

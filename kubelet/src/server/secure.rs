@@ -132,6 +132,8 @@ pub struct SecureState {
     /// Log followers and exec relays; closed and waited for with the server.
     pub streams: TaskTracker,
     pub stop: CancellationToken,
+    /// How long an exec or attach stream may pass no data before it is closed.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// The secure API's routes.
@@ -419,7 +421,8 @@ pub async fn start(
     }
     let server = SecureServer::bind(config, &names, client).await?;
     let port = server.port();
-    let state = SecureState { read_only, runtime, streams: TaskTracker::new(), stop };
+    let idle_timeout = Some(config.streaming_connection_idle_timeout).filter(|t| !t.is_zero());
+    let state = SecureState { read_only, runtime, streams: TaskTracker::new(), stop, idle_timeout };
     tasks.spawn(server.serve(state));
     Ok(port)
 }
