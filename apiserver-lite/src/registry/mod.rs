@@ -1,21 +1,28 @@
 //! The resource operations over the store: get, list, create, update, delete and watch, with
 //! upstream's semantics (optimistic concurrency, no-op updates keep their revision, graceful pod
 //! deletion, finalizers, namespaces that empty themselves before they go).
+//!
+//! - this file: the options, get, create, update and delete;
+//! - [`list`]: pages over one snapshot, and continue tokens;
+//! - [`watch`]: watches from a revision through selectors;
+//! - [`namespace`]: the namespace controller that empties Terminating namespaces.
 
-use std::collections::VecDeque;
+mod list;
+mod namespace;
+mod watch;
+
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::errors::ApiError;
-use crate::list::{ContinueToken, Snapshot};
 pub use crate::list::{ListAt, ListOptions, ListPage};
 use crate::objects::{self, FieldValidation};
-use crate::resources::{self, RESOURCES, ResourceType};
+use crate::resources::{self, ResourceType};
+use crate::storage::Store;
 use crate::storage::memory::Mutation;
-use crate::storage::{self, EventType, Revision, Store, Stored};
+pub use watch::{WatchItem, WatchOptions, WatchStart, WatchStream};
 
 /// Namespaces that exist from the start.
 pub const INITIAL_NAMESPACES: [&str; 4] =
@@ -61,39 +68,6 @@ pub struct Deleted {
     /// The object as it is now (marked for deletion) or was (removed).
     pub object: Value,
     pub removed: bool,
-}
-
-/// An event of a watch, after selectors.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WatchItem {
-    Event { kind: &'static str, object: Value },
-    Bookmark { revision: Revision, initial_events_end: bool },
-    Error(Value),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchStart {
-    /// `resourceVersion` unset or "0": the current objects as ADDED events first.
-    Now,
-    /// Events after this revision.
-    After(Revision),
-    /// `sendInitialEvents=true`: current objects, a bookmark marking their end, then changes.
-    InitialEvents,
-}
-
-#[derive(Debug, Clone)]
-pub struct WatchOptions {
-    pub start: WatchStart,
-    pub list: ListOptions,
-    pub bookmarks: bool,
-}
-
-/// A watch in progress.
-#[derive(Debug)]
-pub struct WatchStream {
-    queued: VecDeque<WatchItem>,
-    watch: Option<storage::Watch>,
-    list: ListOptions,
 }
 
 fn parse(bytes: &[u8]) -> Result<Value, ApiError> {
@@ -196,94 +170,6 @@ impl Registry {
         let stored =
             self.store.get(&r.key(ns, name)).ok_or_else(|| ApiError::not_found(r, name))?;
         parse(&stored.value)
-    }
-
-    /// One page of the collection (all namespaces when `ns` is `None`). The first page reads
-    /// the state `opts.at` asks for; later pages read the first page's revision.
-    pub fn list(
-        &self,
-        r: &ResourceType,
-        ns: Option<&str>,
-        opts: &ListOptions,
-    ) -> Result<ListPage, ApiError> {
-        let prefix = r.prefix(ns);
-        let token = opts.continue_from.as_deref().map(ContinueToken::decode).transpose()?;
-        let current = self.store.revision();
-        let (entries, revision) = match (&token, opts.at) {
-            (None, ListAt::Latest) => self.store.list(&prefix),
-            (None, ListAt::NotOlderThan(min)) if min > current => {
-                return Err(ApiError::too_large_resource_version(min, current));
-            }
-            (None, ListAt::NotOlderThan(_)) => self.store.list(&prefix),
-            (None, ListAt::Exact(at)) if at > current => {
-                return Err(ApiError::too_large_resource_version(at, current));
-            }
-            (None, ListAt::Exact(at)) => {
-                let entries = self.store.list_at(&prefix, None, at).map_err(|e| {
-                    ApiError::gone(format!("too old resource version: {at} ({})", e.oldest))
-                })?;
-                (entries, at)
-            }
-            (Some(t), _) => self.continue_list(&prefix, t)?,
-        };
-        let mut items = Vec::new();
-        let mut last_key = None;
-        let mut remaining = 0usize;
-        for (key, stored) in entries {
-            if opts.filtering() && !opts.matches(&parse(&stored.value)?) {
-                continue;
-            }
-            if opts.limit.is_some_and(|l| items.len() >= l) {
-                remaining += 1;
-                continue;
-            }
-            last_key = Some(key);
-            items.push(stored.value);
-        }
-        let more = remaining > 0;
-        Ok(ListPage {
-            items,
-            revision,
-            continue_token: more
-                .then(|| {
-                    let snapshot = Snapshot::At(revision);
-                    last_key.map(|after_key| ContinueToken { snapshot, after_key }.encode())
-                })
-                .flatten(),
-            remaining: more.then_some(remaining),
-        })
-    }
-
-    /// The entries after a continue token's key, and the revision they are at: the token's
-    /// snapshot, or the newest state for a token that said so. A snapshot no longer kept is
-    /// 410 Expired carrying a token for the rest at the newest state.
-    fn continue_list(
-        &self,
-        prefix: &str,
-        t: &ContinueToken,
-    ) -> Result<(Vec<(String, Stored)>, Revision), ApiError> {
-        let after = t.after_key.as_str();
-        match t.snapshot {
-            Snapshot::Newest => {
-                let (mut entries, revision) = self.store.list(prefix);
-                entries.retain(|(k, _)| k.as_str() > after);
-                Ok((entries, revision))
-            }
-            Snapshot::At(at) => match self.store.list_at(prefix, Some(after), at) {
-                Ok(entries) => Ok((entries, at)),
-                Err(e) => {
-                    let next =
-                        ContinueToken { snapshot: Snapshot::Newest, after_key: after.into() };
-                    Err(ApiError::expired_continue(
-                        format!(
-                            "the continue token's resource version {at} is older than the oldest kept ({}), so it cannot continue a consistent list: start a new list without it, or continue with the token in this answer to read the rest as it is now (objects written since the first page may then be missing or appear)",
-                            e.oldest
-                        ),
-                        next.encode(),
-                    ))
-                }
-            },
-        }
     }
 
     /// Creates an object. Returns it and any warnings (unknown fields with `Warn`).
@@ -460,111 +346,6 @@ impl Registry {
             .await?;
         out.ok_or_else(|| ApiError::internal("delete produced nothing"))
     }
-
-    /// The namespace controller, as upstream's: namespaces marked Terminating are emptied, then
-    /// removed. Runs until `stop`.
-    pub async fn run_namespace_controller(
-        self: Arc<Self>,
-        stop: tokio_util::sync::CancellationToken,
-    ) {
-        let Some(nsr) = resources::find("", "v1", "namespaces") else { return };
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(Duration::from_millis(500)) => {}
-            }
-            let Ok(page) = self.list(nsr, None, &ListOptions::default()) else { continue };
-            for item in page.items {
-                let Ok(obj) = parse(&item) else { continue };
-                if obj["status"]["phase"] == "Terminating" {
-                    let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
-                    self.finalize_namespace(&name).await;
-                }
-            }
-        }
-    }
-
-    /// One pass of emptying a Terminating namespace; removes it once empty.
-    async fn finalize_namespace(&self, ns: &str) {
-        {
-            let mut left = 0;
-            for r in RESOURCES.iter().filter(|r| r.namespaced) {
-                let Ok(page) = self.list(r, Some(ns), &ListOptions::default()) else { continue };
-                for item in page.items {
-                    left += 1;
-                    let Ok(obj) = parse(&item) else { continue };
-                    let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
-                    if obj["metadata"]["deletionTimestamp"].is_null()
-                        && let Err(e) =
-                            self.delete(r, Some(ns), &name, &DeleteOptions::default(), false).await
-                    {
-                        tracing::debug!(namespace = ns, name, error = %e, "deleting namespace content");
-                    }
-                }
-            }
-            if left > 0 {
-                return;
-            }
-        }
-        if let Some(nsr) = resources::find("", "v1", "namespaces") {
-            let key = nsr.key(None, ns);
-            let result = self
-                .store
-                .mutate::<ApiError, _>(&key, |cur, _| {
-                    Ok(if cur.is_some() { Mutation::Delete } else { Mutation::Unchanged })
-                })
-                .await;
-            if let Err(e) = result {
-                tracing::warn!(namespace = ns, error = %e, "removing the namespace");
-            }
-        }
-    }
-
-    /// Starts a watch.
-    pub fn watch(
-        &self,
-        r: &ResourceType,
-        ns: Option<&str>,
-        opts: WatchOptions,
-    ) -> Result<WatchStream, ApiError> {
-        let prefix = r.prefix(ns);
-        let mut queued = VecDeque::new();
-        let after = match opts.start {
-            WatchStart::After(rev) => rev,
-            WatchStart::Now | WatchStart::InitialEvents => {
-                let (entries, revision) = self.store.list(&prefix);
-                for (_, stored) in entries {
-                    let obj = parse(&stored.value)?;
-                    if opts.list.matches(&obj) {
-                        queued.push_back(WatchItem::Event { kind: "ADDED", object: obj });
-                    }
-                }
-                if opts.start == WatchStart::InitialEvents {
-                    queued.push_back(WatchItem::Bookmark { revision, initial_events_end: true });
-                }
-                revision
-            }
-        };
-        let watch = match self.store.watch(&prefix, Some(after)) {
-            Ok(w) => w,
-            Err(expired) => {
-                let status = ApiError::gone(expired.to_string()).status();
-                return Ok(WatchStream {
-                    queued: VecDeque::from([WatchItem::Error(status)]),
-                    watch: None,
-                    list: opts.list,
-                });
-            }
-        };
-        let mut stream = WatchStream { queued, watch: None, list: opts.list };
-        for e in &watch.initial {
-            if let Some(item) = stream.translate(e)? {
-                stream.queued.push_back(item);
-            }
-        }
-        stream.watch = Some(watch);
-        Ok(stream)
-    }
 }
 
 pub(crate) fn field_warnings(
@@ -581,52 +362,6 @@ pub(crate) fn field_warnings(
             let list: Vec<String> =
                 unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
             Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))))
-        }
-    }
-}
-
-impl WatchStream {
-    /// An event as this watcher sees it through its selectors: an object that starts matching is
-    /// ADDED, one that stops matching is DELETED.
-    fn translate(&self, e: &storage::Event) -> Result<Option<WatchItem>, ApiError> {
-        let obj = parse(&e.value)?;
-        let now = self.list.matches(&obj);
-        let before = match &e.prev {
-            Some(p) if self.list.filtering() => self.list.matches(&parse(&p.value)?),
-            Some(_) => true,
-            None => false,
-        };
-        let kind = match (e.kind, before, now) {
-            (EventType::Deleted, _, true) => "DELETED",
-            (EventType::Deleted, _, false) => return Ok(None),
-            (_, false, true) => "ADDED",
-            (_, true, true) => "MODIFIED",
-            (_, true, false) => "DELETED",
-            (_, false, false) => return Ok(None),
-        };
-        Ok(Some(WatchItem::Event { kind, object: obj }))
-    }
-
-    /// The next item; `None` when the watch ended (after an error, or the store closed, or the
-    /// watcher fell too far behind and was dropped).
-    pub async fn next(&mut self) -> Option<WatchItem> {
-        loop {
-            if let Some(item) = self.queued.pop_front() {
-                return Some(item);
-            }
-            let watch = self.watch.as_mut()?;
-            match watch.next().await {
-                Ok(e) => match self.translate(&e) {
-                    Ok(Some(item)) => return Some(item),
-                    Ok(None) => {}
-                    Err(err) => return Some(WatchItem::Error(err.status())),
-                },
-                Err(end) => {
-                    tracing::debug!(?end, "watch ended");
-                    self.watch = None;
-                    return None;
-                }
-            }
         }
     }
 }
