@@ -107,7 +107,11 @@ impl Authenticator {
         if let Some(u) = cert_user {
             return Some(u.clone());
         }
-        let token = authorization?.strip_prefix("Bearer ")?.trim();
+        self.user_for_token(authorization?.strip_prefix("Bearer ")?.trim())
+    }
+
+    /// Whom a bearer token names (for requests, and for TokenReviews).
+    pub fn user_for_token(&self, token: &str) -> Option<User> {
         let mut user = self.tokens.get(token)?.clone();
         if !user.groups.iter().any(|g| g == "system:authenticated") {
             user.groups.push("system:authenticated".into());
@@ -127,6 +131,9 @@ pub fn user_from_cert(der: &[u8]) -> Option<User> {
     Some(User { name, uid: String::new(), groups })
 }
 
+/// The reviews that ask about someone else: for masters and nodes only.
+pub const ABOUT_OTHERS: [&str; 2] = ["subjectaccessreviews", "tokenreviews"];
+
 /// Whether `user` may `verb` the object (`obj` is the object written, for pods bound to a node).
 pub fn authorize(
     user: &User,
@@ -142,9 +149,10 @@ pub fn authorize(
     }
     if !r.is_stored() && verb == "create" {
         // Asking about oneself is open to every authenticated user, as upstream's
-        // system:basic-user role makes it; asking about others (SubjectAccessReview) is for
-        // kubelets authorizing callers of their API, as upstream's system:node role.
-        if r.name != "subjectaccessreviews" || user.node().is_some() {
+        // system:basic-user role makes it; asking about others (SubjectAccessReview,
+        // TokenReview) is for kubelets checking callers of their API, as upstream's system:node
+        // role.
+        if !ABOUT_OTHERS.contains(&r.name) || user.node().is_some() {
             return Ok(());
         }
     }
@@ -256,6 +264,9 @@ mod tests {
         assert!(authorize(&alice, "create", ssar, None, None, None, None).is_ok());
         assert!(authorize(&alice, "create", sar, None, None, None, None).is_err());
         assert!(authorize(&node, "create", sar, None, None, None, None).is_ok());
+        let tokens = find("authentication.k8s.io", "v1", "tokenreviews").unwrap();
+        assert!(authorize(&alice, "create", tokens, None, None, None, None).is_err());
+        assert!(authorize(&node, "create", tokens, None, None, None, None).is_ok());
         let admin = user("admin", "system:masters");
         assert!(authorize(&admin, "create", sar, None, None, None, None).is_ok());
     }

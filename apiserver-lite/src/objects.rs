@@ -110,6 +110,9 @@ pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiE
         ("authorization.k8s.io", "SelfSubjectRulesReview") => {
             decode_typed::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(r, obj)
         }
+        ("authentication.k8s.io", "TokenReview") => {
+            decode_typed::<k8s_openapi::api::authentication::v1::TokenReview>(r, obj)
+        }
         ("authentication.k8s.io", "SelfSubjectReview") => {
             decode_typed::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(r, obj)
         }

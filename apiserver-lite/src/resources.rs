@@ -122,6 +122,7 @@ pub const RESOURCES: &[ResourceType] = &[
         "selfsubjectrulesreview",
         "SelfSubjectRulesReview"
     ),
+    review!("authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview"),
     review!(
         "authentication.k8s.io",
         "selfsubjectreviews",

@@ -362,6 +362,9 @@ async fn reviews_are_answered_never_stored_and_malformed_ones_are_named() {
         ),
         "{msg}"
     );
+    let tokens = "/apis/authentication.k8s.io/v1/tokenreviews";
+    let r = c.json("POST", tokens, JSON, &json!({"spec": {"token": "not-a-token"}})).await;
+    assert_eq!((r.code, &r.body["status"]["authenticated"]), (201, &json!(false)), "{}", r.body);
     let rules = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
     for body in [json!({"spec": {"namespace": "default"}}), json!({})] {
         let r = c.json("POST", rules, JSON, &body).await;
@@ -471,6 +474,11 @@ fn templates() -> Vec<(&'static str, Value)> {
             "/apis/authorization.k8s.io/v1/subjectaccessreviews",
             json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
                    "spec": {"user": "system:node:a", "groups": ["system:nodes"], "resourceAttributes": {"verb": "create", "resource": "nodes", "subresource": "proxy", "name": "a"}}}),
+        ),
+        (
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                   "spec": {"token": "abc", "audiences": ["x"]}}),
         ),
         (
             "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",

@@ -176,7 +176,8 @@ pub async fn handle(
         // A review: the answer is computed, not stored.
         auth::authorize(user, verb, r, ns, None, None, None)?;
         let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
-        let (answer, warnings) = reviews::answer(registry, user, r, body, write.validation)?;
+        let (answer, warnings) =
+            reviews::answer(registry, &state.auth, user, r, body, write.validation)?;
         return Ok(with_warnings(body::json(201, &answer), &warnings));
     }
     // Writes to pods are authorized against the stored pod (its node), creations against the

@@ -3,12 +3,16 @@
 //! guards every request; `subjectaccessreviews`, the same question about someone else (how a
 //! kubelet in Webhook mode authorizes callers of its API); `selfsubjectrulesreviews`
 //! (`kubectl auth can-i --list`), that authorizer's rules written out ([`rules`]); and
-//! `selfsubjectreviews` (`kubectl auth whoami`), the caller's identity as authentication saw it.
+//! `selfsubjectreviews` (`kubectl auth whoami`), the caller's identity as authentication saw it;
+//! and `tokenreviews`, whom a bearer token names (how a kubelet authenticates token callers).
 
 mod rules;
 
 use api::validation::{ErrorList, FieldError, Path};
-use k8s_openapi::api::authentication::v1::{SelfSubjectReview, SelfSubjectReviewStatus, UserInfo};
+use k8s_openapi::api::authentication::v1::{
+    SelfSubjectReview, SelfSubjectReviewStatus, TokenReview, TokenReviewSpec, TokenReviewStatus,
+    UserInfo,
+};
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, ResourceAttributes, SelfSubjectAccessReview,
     SelfSubjectAccessReviewSpec, SelfSubjectRulesReview, SubjectAccessReview,
@@ -16,7 +20,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use serde_json::Value;
 
-use crate::auth::{self, User};
+use crate::auth::{self, Authenticator, User};
 use crate::errors::ApiError;
 use crate::objects::{self, FieldValidation};
 use crate::registry::{self, Registry};
@@ -38,6 +42,7 @@ impl api::validation::Value for Raw {
 /// unknown-field warnings `validation` asks for.
 pub fn answer(
     registry: &Registry,
+    authenticator: &Authenticator,
     user: &User,
     r: &ResourceType,
     mut body: Value,
@@ -70,6 +75,11 @@ pub fn answer(
             let mut review: SelfSubjectRulesReview = typed(decoded)?;
             let namespace = review.spec.namespace.clone().unwrap_or_default();
             review.status = Some(rules::rules(user, &namespace));
+            serde_json::to_value(review)
+        }
+        "TokenReview" => {
+            let mut review: TokenReview = typed(decoded)?;
+            review.status = Some(token_review(authenticator, &review.spec));
             serde_json::to_value(review)
         }
         "SelfSubjectReview" => {
@@ -133,6 +143,25 @@ fn subject_of(spec: &SubjectAccessReviewSpec) -> (User, SelfSubjectAccessReviewS
         non_resource_attributes: spec.non_resource_attributes.clone(),
     };
     (subject, asked)
+}
+
+/// Whom a token names, by the same authenticator that checks requests. Tokens from the token
+/// file are not bound to audiences, so the audiences asked for are the audiences answered.
+fn token_review(authenticator: &Authenticator, spec: &TokenReviewSpec) -> TokenReviewStatus {
+    let token = spec.token.as_deref().unwrap_or_default();
+    match authenticator.user_for_token(token).filter(|_| !token.is_empty()) {
+        Some(user) => TokenReviewStatus {
+            authenticated: Some(true),
+            user: Some(user_info(&user)),
+            audiences: spec.audiences.clone(),
+            error: None,
+        },
+        None => TokenReviewStatus {
+            authenticated: Some(false),
+            error: Some("invalid bearer token".into()),
+            ..Default::default()
+        },
+    }
 }
 
 fn user_info(user: &User) -> UserInfo {
@@ -314,6 +343,30 @@ mod tests {
         assert!(!kubelet_asks("system:node:node-b", &nodes, "create", "node-a"));
         assert!(kubelet_asks("system:node:node-b", &nodes, "get", "node-a"), "reads are open");
         assert!(!kubelet_asks("dev", &[], "create", "node-a"));
+    }
+
+    #[test]
+    fn a_token_review_names_the_tokens_user_or_says_it_is_invalid() {
+        let mut authn = Authenticator::default();
+        authn.add_token("t0k3n", user("system:node:node-b", &["system:nodes"]));
+        let ask = |token: &str| {
+            let spec = TokenReviewSpec {
+                token: Some(token.into()),
+                audiences: Some(vec!["https://kubernetes.default.svc".into()]),
+            };
+            token_review(&authn, &spec)
+        };
+        let yes = ask("t0k3n");
+        assert_eq!(yes.authenticated, Some(true));
+        let who = yes.user.unwrap();
+        assert_eq!(who.username.as_deref(), Some("system:node:node-b"));
+        assert_eq!(who.groups.unwrap(), ["system:nodes", "system:authenticated"]);
+        assert_eq!(yes.audiences.unwrap(), ["https://kubernetes.default.svc"]);
+        for bad in ["nope", ""] {
+            let no = ask(bad);
+            assert_eq!(no.authenticated, Some(false), "{bad:?}");
+            assert_eq!((no.user, no.error.as_deref()), (None, Some("invalid bearer token")));
+        }
     }
 
     #[test]

@@ -42,7 +42,8 @@ pub fn rules(user: &User, namespace: &str) -> SubjectRulesReviewStatus {
         };
     }
     let mut resource_rules = vec![rule(&["get", "list", "watch"], &["*"], &["*"], &[])];
-    let self_reviews = RESOURCES.iter().filter(|r| !r.is_stored() && r.name.starts_with("self"));
+    let self_reviews =
+        RESOURCES.iter().filter(|r| !r.is_stored() && !crate::auth::ABOUT_OTHERS.contains(&r.name));
     for review in self_reviews {
         resource_rules.push(rule(&["create"], &[review.group], &[review.name], &[]));
     }
@@ -55,6 +56,7 @@ pub fn rules(user: &User, namespace: &str) -> SubjectRulesReviewStatus {
             &["subjectaccessreviews"],
             &[],
         ));
+        resource_rules.push(rule(&["create"], &["authentication.k8s.io"], &["tokenreviews"], &[]));
         if namespace == "kube-node-lease" {
             resource_rules.push(rule(&["*"], &["coordination.k8s.io"], &["leases"], &[node]));
         }
