@@ -57,6 +57,9 @@ struct Args {
     /// Who may use the kubelet API: Webhook (ask the apiserver per caller) or AlwaysAllow.
     #[arg(long)]
     authorization_mode: Option<kubelet::config::kubelet_config::AuthorizationMode>,
+    /// Check bearer tokens with the apiserver (TokenReview).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    authentication_token_webhook: Option<bool>,
     /// How long an exec or attach stream may be idle before it is closed (e.g. 4h0m0s; 0: never).
     #[arg(long)]
     streaming_connection_idle_timeout: Option<kubelet::config::duration::GoDuration>,
@@ -113,6 +116,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(a) = args.anonymous_auth {
         config.anonymous_auth = a;
+    }
+    if let Some(w) = args.authentication_token_webhook {
+        config.authentication_token_webhook = w;
     }
     if let Some(mode) = args.authorization_mode {
         config.authorization_mode = mode;

@@ -422,15 +422,19 @@ async fn an_exec_stream_with_no_data_either_way_is_closed_after_the_idle_timeout
     cluster.stop().await;
 }
 
+/// How a test request to the kubelet authenticates.
+#[derive(Clone, Copy)]
+enum Cred<'a> {
+    None,
+    /// A client certificate and its key (PEM).
+    Cert(&'a str, &'a str),
+    /// A bearer token.
+    Token(&'a str),
+}
+
 /// A TLS request to the kubelet's secure port, trusting only its serving certificate in `pki`,
-/// with a client certificate if given; the status code and the body.
-async fn https(
-    pki: &Path,
-    port: u16,
-    method: &str,
-    path: &str,
-    client: Option<(&str, &str)>,
-) -> (u16, String) {
+/// with `cred`; the status code and the body.
+async fn https(pki: &Path, port: u16, method: &str, path: &str, cred: Cred<'_>) -> (u16, String) {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -442,21 +446,25 @@ async fn https(
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots);
-    let config = match client {
-        Some((cert, key)) => builder
+    let config = match cred {
+        Cred::Cert(cert, key) => builder
             .with_client_auth_cert(
                 CertificateDer::pem_slice_iter(cert.as_bytes()).collect::<Result<_, _>>().unwrap(),
                 PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
             )
             .unwrap(),
-        None => builder.with_no_client_auth(),
+        Cred::None | Cred::Token(_) => builder.with_no_client_auth(),
     };
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let name = ServerName::try_from("127.0.0.1").unwrap();
     let mut tls =
         tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap();
+    let authorization = match cred {
+        Cred::Token(t) => format!("Authorization: Bearer {t}\r\n"),
+        _ => String::new(),
+    };
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: kubelet\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: kubelet\r\n{authorization}Content-Length: 0\r\nConnection: close\r\n\r\n"
     );
     tls.write_all(request.as_bytes()).await.unwrap();
     let mut response = Vec::new();
@@ -482,11 +490,11 @@ async fn the_kubelet_api_refuses_anonymous_callers_and_unreachable_pods_get_a_cl
 
     // The kubelet, verified by its self-signed serving certificate: 401 without a client
     // certificate, the log with the apiserver's.
-    assert_eq!(https(&serving, port, "GET", path, None).await.0, 401);
+    assert_eq!(https(&serving, port, "GET", path, Cred::None).await.0, 401);
     let pki = c.api.dir().join("pki");
     let cert = std::fs::read_to_string(pki.join("apiserver-kubelet-client.crt")).unwrap();
     let key = std::fs::read_to_string(pki.join("apiserver-kubelet-client.key")).unwrap();
-    let apiserver = Some((cert.as_str(), key.as_str()));
+    let apiserver = Cred::Cert(&cert, &key);
     assert_eq!(https(&serving, port, "GET", path, apiserver).await.0, 200);
     let missing = "/containerLogs/default/missing/nginx";
     assert_eq!(https(&serving, port, "GET", missing, apiserver).await.0, 404);
@@ -496,7 +504,7 @@ async fn the_kubelet_api_refuses_anonymous_callers_and_unreachable_pods_get_a_cl
     // but not exec here; the apiserver's may (its exec is refused only for lacking an upgrade).
     let (other_cert, other_key) =
         apiserver_lite::certs::issue_client(&pki, "system:node:node-b", &["system:nodes"]).unwrap();
-    let other = Some((other_cert.as_str(), other_key.as_str()));
+    let other = Cred::Cert(&other_cert, &other_key);
     assert_eq!(https(&serving, port, "GET", path, other).await.0, 200);
     let exec = "/exec/default/nginx-pod/nginx?command=true&stdout=1";
     let (code, body) = https(&serving, port, "POST", exec, other).await;
@@ -509,6 +517,12 @@ async fn the_kubelet_api_refuses_anonymous_callers_and_unreachable_pods_get_a_cl
     );
     let (code, body) = https(&serving, port, "POST", exec, apiserver).await;
     assert!(![401, 403, 500].contains(&code), "{code} {body}");
+
+    // Bearer tokens (authentication.webhook, the default) are checked with the apiserver
+    // (TokenReview): the node's own token reads its logs; a token nobody knows is 401.
+    let token = Cred::Token("token-node-a");
+    assert_eq!(https(&serving, port, "GET", path, token).await.0, 200);
+    assert_eq!(https(&serving, port, "GET", path, Cred::Token("forged")).await.0, 401);
 
     // The node reports where its kubelet listens.
     let nodes: Api<Node> = Api::all(c.api.admin_client().await.unwrap());

@@ -116,8 +116,16 @@ pub struct KubeletConfigFile {
 pub struct AuthenticationFile {
     pub x509: Option<X509File>,
     pub anonymous: Option<EnabledFile>,
-    /// Webhook token authentication (TokenReview) is not implemented; its setting is accepted.
-    pub webhook: Option<serde_json::Value>,
+    pub webhook: Option<WebhookAuthenticationFile>,
+}
+
+/// `authentication.webhook`: bearer tokens checked with the apiserver (TokenReview).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookAuthenticationFile {
+    pub enabled: Option<bool>,
+    #[serde(rename = "cacheTTL")]
+    pub cache_ttl: Option<GoDuration>,
 }
 
 /// `authorization`: what an authenticated caller of the kubelet API may do.
@@ -214,6 +222,12 @@ pub struct KubeletConfig {
     /// Whether requests without a verified client certificate are served
     /// (`authentication.anonymous.enabled`, `--anonymous-auth`; upstream's config default: no).
     pub anonymous_auth: bool,
+    /// Whether bearer tokens are checked with the apiserver (`authentication.webhook.enabled`,
+    /// `--authentication-token-webhook`; upstream's config default: yes), and how long its
+    /// answers are reused (`authentication.webhook.cacheTTL`). Standalone, there is nobody to
+    /// ask, and token callers get 401.
+    pub authentication_token_webhook: bool,
+    pub authentication_token_webhook_cache_ttl: Duration,
     /// `authorization.mode` (`--authorization-mode`; upstream's config default: Webhook).
     pub authorization_mode: AuthorizationMode,
     /// How long the apiserver's yes (`authorization.webhook.cacheAuthorizedTTL`) and no
@@ -257,6 +271,8 @@ impl Default for KubeletConfig {
             cert_dir: None,
             client_ca_file: None,
             anonymous_auth: false,
+            authentication_token_webhook: true,
+            authentication_token_webhook_cache_ttl: Duration::from_secs(2 * 60),
             authorization_mode: AuthorizationMode::Webhook,
             authorization_cache_authorized_ttl: Duration::from_secs(5 * 60),
             authorization_cache_unauthorized_ttl: Duration::from_secs(30),
@@ -307,9 +323,6 @@ impl KubeletConfigFile {
 
     pub fn notes(&self) -> ConfigNotes {
         let mut notes = ConfigNotes::default();
-        if self.authentication.as_ref().is_some_and(|a| a.webhook.is_some()) {
-            notes.accepted_not_implemented.push("authentication.webhook".into());
-        }
         for key in self.other.keys() {
             if ACCEPTED_NOT_IMPLEMENTED.contains(&key.as_str()) {
                 notes.accepted_not_implemented.push(key.clone());
@@ -343,6 +356,14 @@ impl KubeletConfigFile {
             }
             if let Some(enabled) = a.anonymous.as_ref().and_then(|x| x.enabled) {
                 c.anonymous_auth = enabled;
+            }
+            if let Some(w) = &a.webhook {
+                if let Some(enabled) = w.enabled {
+                    c.authentication_token_webhook = enabled;
+                }
+                if let Some(ttl) = w.cache_ttl {
+                    c.authentication_token_webhook_cache_ttl = ttl.0;
+                }
             }
         }
         if let Some(a) = &self.authorization {
@@ -445,7 +466,8 @@ someTypoField: true
         assert_eq!((c.max_pods, c.read_only_port), (30, 10255));
         assert_eq!(c.container_runtime_endpoint, "unix:///run/containerd/containerd.sock");
         let notes = file.notes();
-        assert_eq!(notes.accepted_not_implemented, ["authentication.webhook", "clusterDNS"]);
+        assert_eq!(notes.accepted_not_implemented, ["clusterDNS"]);
+        assert!(c.authentication_token_webhook);
         assert!(!c.anonymous_auth && c.client_ca_file.is_none());
         assert_eq!(notes.unknown, ["someTypoField"]);
         c.validate().unwrap();
@@ -500,12 +522,14 @@ someTypoField: true
         assert_eq!(defaults.authorization_cache_authorized_ttl, Duration::from_secs(300));
         assert_eq!(defaults.authorization_cache_unauthorized_ttl, Duration::from_secs(30));
         assert_eq!(defaults.streaming_connection_idle_timeout, Duration::from_secs(4 * 3600));
-        let text = "authorization:\n  mode: Webhook\n  webhook:\n    cacheAuthorizedTTL: 1m\n    cacheUnauthorizedTTL: 5s\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n";
+        let text = "authorization:\n  mode: Webhook\n  webhook:\n    cacheAuthorizedTTL: 1m\n    cacheUnauthorizedTTL: 5s\nauthentication:\n  webhook:\n    enabled: false\n    cacheTTL: 10s\n  x509:\n    clientCAFile: /pki/ca.crt\n";
         let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
         let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
         file.apply(&mut c);
         assert_eq!(c.authorization_cache_authorized_ttl, Duration::from_secs(60));
         assert_eq!(c.authorization_cache_unauthorized_ttl, Duration::from_secs(5));
+        assert!(!c.authentication_token_webhook);
+        assert_eq!(c.authentication_token_webhook_cache_ttl, Duration::from_secs(10));
         // Standalone, callers could authenticate, and nobody to ask: refused, saying what to do.
         let err = c.validate().unwrap_err().to_string();
         assert!(err.contains("authorization.mode") && err.contains("AlwaysAllow"), "{err}");

@@ -144,12 +144,62 @@ impl Reviewer for ApiReviewer {
     }
 }
 
+/// Answers from the apiserver, each reused until its time is up; at most [`CACHE_LIMIT`].
+pub struct Answers<K, V> {
+    entries: Mutex<HashMap<K, (V, Instant)>>,
+}
+
+impl<K, V> std::fmt::Debug for Answers<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answers").finish_non_exhaustive()
+    }
+}
+
+impl<K, V> Default for Answers<K, V> {
+    fn default() -> Self {
+        Self { entries: Mutex::default() }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> Answers<K, V> {
+    /// The answer for `key` if it is still good at `now`.
+    pub fn get(&self, key: &K, now: Instant) -> Option<V> {
+        let entries = self.entries();
+        entries.get(key).filter(|(_, until)| now < *until).map(|(v, _)| v.clone())
+    }
+
+    /// Keeps `value` for `key` until `until`, first making room: expired answers go, then all.
+    pub fn put(&self, key: K, value: V, now: Instant, until: Instant) {
+        let mut entries = self.entries();
+        if entries.len() >= CACHE_LIMIT {
+            entries.retain(|_, (_, u)| now < *u);
+            if entries.len() >= CACHE_LIMIT {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (value, until));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<K, (V, Instant)>> {
+        // A panic while holding the lock leaves only cached answers behind: still usable.
+        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Webhook mode: asks `reviewer`, remembering answers for their TTLs.
 pub struct Webhook<R> {
     reviewer: R,
     allowed_ttl: Duration,
     denied_ttl: Duration,
-    cache: Mutex<HashMap<Attributes, (bool, Instant)>>,
+    cache: Answers<Attributes, bool>,
 }
 
 impl<R> std::fmt::Debug for Webhook<R> {
@@ -163,14 +213,12 @@ impl<R> std::fmt::Debug for Webhook<R> {
 
 impl<R: Reviewer> Webhook<R> {
     pub fn new(reviewer: R, allowed_ttl: Duration, denied_ttl: Duration) -> Self {
-        Self { reviewer, allowed_ttl, denied_ttl, cache: Mutex::default() }
+        Self { reviewer, allowed_ttl, denied_ttl, cache: Answers::default() }
     }
 
     pub async fn authorize(&self, a: &Attributes) -> Result<bool, ReviewError> {
         let now = Instant::now();
-        if let Some(&(allowed, until)) = self.cache().get(a)
-            && now < until
-        {
+        if let Some(allowed) = self.cache.get(a, now) {
             return Ok(allowed);
         }
         let allowed = self.reviewer.allowed(a.review()).await.map_err(|source| ReviewError {
@@ -180,20 +228,8 @@ impl<R: Reviewer> Webhook<R> {
             source,
         })?;
         let ttl = if allowed { self.allowed_ttl } else { self.denied_ttl };
-        let mut cache = self.cache();
-        if cache.len() >= CACHE_LIMIT {
-            cache.retain(|_, (_, until)| now < *until);
-            if cache.len() >= CACHE_LIMIT {
-                cache.clear();
-            }
-        }
-        cache.insert(a.clone(), (allowed, now + ttl));
+        self.cache.put(a.clone(), allowed, now, now + ttl);
         Ok(allowed)
-    }
-
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<Attributes, (bool, Instant)>> {
-        // A panic while holding the lock leaves only cached answers behind: still usable.
-        self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -320,6 +356,6 @@ mod tests {
             let a = Attributes::of(&Method::GET, "/pods", &caller(&format!("u{i}")), "a");
             w.authorize(&a).await.unwrap();
         }
-        assert!(w.cache().len() <= CACHE_LIMIT);
+        assert!(w.cache.len() <= CACHE_LIMIT);
     }
 }

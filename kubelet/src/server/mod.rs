@@ -6,6 +6,7 @@
 //!   `clientCAFile`; anonymous requests refused with 401 unless allowed): `/healthz`, `/pods`,
 //!   [`logs`] (`/containerLogs/{ns}/{pod}/{container}`) and [`exec`] (`/exec/{ns}/{pod}/{container}`
 //!   over WebSocket).
+//! - [`authn`]: bearer tokens on the secure API, checked with the apiserver (TokenReview).
 //! - [`auth`]: who may do what on the secure API (`authorization.mode`: Webhook asks the
 //!   apiserver with a SubjectAccessReview, answers cached; or AlwaysAllow).
 //! - [`certs`]: the self-signed serving certificate made when none is configured.
@@ -15,6 +16,7 @@
 //!   with `v4.channel.k8s.io`.
 
 pub mod auth;
+pub mod authn;
 pub mod certs;
 pub mod exec;
 pub mod logs;

@@ -1,14 +1,14 @@
 //! The kubelet's authenticated API on `port` (default 10250), as upstream's `server.go`: TLS
 //! with the configured (`tlsCertFile`/`tlsPrivateKeyFile`) or a self-signed serving certificate;
 //! client certificates verified against `authentication.x509.clientCAFile` identify the caller
-//! (CN the user, O the groups). A request without a verified certificate is anonymous and gets
-//! 401 unless `authentication.anonymous.enabled` is set.
+//! (CN the user, O the groups); without one, a bearer token the apiserver vouches for
+//! ([`authn`](super::authn), `authentication.webhook`) does. Anything else is anonymous and gets
+//! 401 unless `authentication.anonymous.enabled` is set; a token nobody vouches for is 401.
 //!
 //! Authorization ([`auth`](super::auth)), per `authorization.mode`: `Webhook` (the default)
 //! asks the apiserver whether the caller may use `nodes/proxy` (or `stats`, `metrics`, ...) of
 //! this node, so another node's certificate from the same CA cannot exec here; `AlwaysAllow`
-//! lets every authenticated caller use every endpoint. Bearer tokens (webhook token review) are
-//! not implemented and are refused.
+//! lets every authenticated caller use every endpoint.
 //!
 //! Routes: `/healthz`, `/pods`, `/containerLogs/{ns}/{pod}/{container}` ([`logs`](super::logs)),
 //! `/exec/{ns}/{pod}/{container}` and `/attach/{ns}/{pod}/{container}` ([`exec`](super::exec)). Streams (log followers, exec relays)
@@ -34,6 +34,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use super::auth::{ApiReviewer, Attributes, Authorizer, Webhook};
+use super::authn::{ApiTokenReviewer, TokenAuthenticator, bearer};
 use super::certs::{self, CertAndKey, CertError};
 use super::read_only::{self, ServerState};
 use super::{exec, logs};
@@ -272,8 +273,12 @@ pub struct SecureServer {
     tls: Arc<rustls::ServerConfig>,
     anonymous: bool,
     authorizer: Authorizer,
+    tokens: Option<Tokens>,
     node: String,
 }
+
+/// Bearer-token authentication with the apiserver.
+type Tokens = Arc<TokenAuthenticator<ApiTokenReviewer>>;
 
 impl std::fmt::Debug for SecureServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -310,6 +315,14 @@ impl SecureServer {
             }
             (AuthorizationMode::Webhook, None) => return Err(SecureError::WebhookWithoutApiserver),
         };
+        // Standalone there is nobody to ask about tokens: token callers get 401.
+        let tokens = client.filter(|_| config.authentication_token_webhook).map(|c| {
+            let reviewer = ApiTokenReviewer(kube::Api::all(c.clone()));
+            Arc::new(TokenAuthenticator::new(
+                reviewer,
+                config.authentication_token_webhook_cache_ttl,
+            ))
+        });
         let serving = match (&config.tls_cert_file, &config.tls_private_key_file) {
             (Some(cert), Some(key)) => certs::load(cert, key)?,
             _ => {
@@ -340,6 +353,7 @@ impl SecureServer {
             tls,
             anonymous: config.anonymous_auth,
             authorizer,
+            tokens,
             node: config.node_name.clone(),
         })
     }
@@ -372,6 +386,7 @@ impl SecureServer {
             let access = Access {
                 anonymous: self.anonymous,
                 authorizer: self.authorizer.clone(),
+                tokens: self.tokens.clone(),
                 node: self.node.clone(),
             };
             connections.spawn(async move {
@@ -432,16 +447,12 @@ fn read_ca(path: &Path) -> Result<String, SecureError> {
         .map_err(|source| SecureError::ClientCa { path: path.into(), source })
 }
 
-/// Whether a request may proceed: authenticated, or anonymous when that is allowed.
-pub fn authenticated(peer: &Peer, anonymous_allowed: bool) -> bool {
-    peer.0.is_some() || anonymous_allowed
-}
-
 /// Who may do what on one connection's requests.
 #[derive(Clone)]
 struct Access {
     anonymous: bool,
     authorizer: Authorizer,
+    tokens: Option<Tokens>,
     node: String,
 }
 
@@ -452,16 +463,36 @@ impl Access {
         peer: &Peer,
         method: &axum::http::Method,
         path: &str,
+        authorization: Option<&str>,
     ) -> Option<Response> {
-        if !authenticated(peer, self.anonymous) {
-            tracing::debug!(path, "kubelet API: anonymous request refused");
-            return Some(text_error(StatusCode::UNAUTHORIZED, "Unauthorized"));
-        }
-        let anonymous = || Identity {
-            name: "system:anonymous".into(),
-            groups: vec!["system:unauthenticated".into()],
+        let unauthorized = || Some(text_error(StatusCode::UNAUTHORIZED, "Unauthorized"));
+        // A client certificate first, then a bearer token (a token nobody vouches for is 401,
+        // never anonymous), then anonymous if allowed.
+        let from_token = match (&peer.0, bearer(authorization), &self.tokens) {
+            (None, Some(token), Some(tokens)) => match tokens.authenticate(token).await {
+                Ok(Some(who)) => Some(who),
+                Ok(None) => {
+                    tracing::debug!(path, "kubelet API: invalid bearer token");
+                    return unauthorized();
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, path, "kubelet API: token authentication failed");
+                    return unauthorized();
+                }
+            },
+            _ => None,
         };
-        let caller = peer.0.clone().unwrap_or_else(anonymous);
+        let caller = match peer.0.clone().or(from_token) {
+            Some(who) => who,
+            None if self.anonymous => Identity {
+                name: "system:anonymous".into(),
+                groups: vec!["system:unauthenticated".into()],
+            },
+            None => {
+                tracing::debug!(path, "kubelet API: anonymous request refused");
+                return unauthorized();
+            }
+        };
         let attrs = Attributes::of(method, path, &caller, &self.node);
         match self.authorizer.authorize(&attrs).await {
             Ok(true) => None,
@@ -495,7 +526,10 @@ async fn serve_connection<I>(
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         let (router, peer, access) = (router.clone(), peer.clone(), access.clone());
         async move {
-            if let Some(refusal) = access.check(&peer, req.method(), req.uri().path()).await {
+            let authorization =
+                req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+            let refusal = access.check(&peer, req.method(), req.uri().path(), authorization).await;
+            if let Some(refusal) = refusal {
                 return Ok::<_, Infallible>(refusal);
             }
             tracing::debug!(user = ?peer.0.as_ref().map(|i| &i.name), method = %req.method(), path = req.uri().path(), "kubelet API request");
@@ -524,15 +558,26 @@ async fn serve_connection<I>(
 mod tests {
     use super::*;
 
-    #[test]
-    fn only_verified_or_allowed_anonymous_callers_pass() {
+    #[tokio::test]
+    async fn certificates_pass_and_others_need_anonymous_allowed() {
         let admin = Peer(Some(Identity {
             name: "kube-apiserver-kubelet-client".into(),
             groups: vec!["system:masters".into()],
         }));
-        assert!(authenticated(&admin, false));
-        assert!(authenticated(&Peer(None), true));
-        assert!(!authenticated(&Peer(None), false));
+        let access = |anonymous| Access {
+            anonymous,
+            authorizer: Authorizer::AlwaysAllow,
+            tokens: None,
+            node: "n".into(),
+        };
+        let get = axum::http::Method::GET;
+        let code = |r: Option<Response>| r.map(|r| r.status().as_u16());
+        assert_eq!(code(access(false).check(&admin, &get, "/pods", None).await), None);
+        assert_eq!(code(access(true).check(&Peer(None), &get, "/pods", None).await), None);
+        assert_eq!(code(access(false).check(&Peer(None), &get, "/pods", None).await), Some(401));
+        // A token with nobody to check it (standalone) is no credential.
+        let token = Some("Bearer abc");
+        assert_eq!(code(access(false).check(&Peer(None), &get, "/pods", token).await), Some(401));
     }
 
     #[test]
