@@ -16,7 +16,8 @@ use k8s_openapi::api::authorization::v1::{
 };
 use tokio::time::Instant;
 
-use super::secure::{Identity, text_error};
+use super::request::text_error;
+use super::secure::Identity;
 
 /// The most answers kept; past it, expired ones are dropped, then all (bounded memory whatever
 /// the callers).

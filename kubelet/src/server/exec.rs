@@ -28,7 +28,8 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_util::sync::CancellationToken;
 
 use super::remotecommand::{self, Protocol, Relay, StreamOptions};
-use super::secure::{RequestError, SecureState, container_status, find_pod, runtime_id};
+use super::request::{RequestError, container_status, find_pod, runtime_id};
+use super::secure::SecureState;
 use super::spdy::{Event, RuntimeStreams};
 
 /// How long the runtime's streams may take to open (upstream's stream creation timeout).

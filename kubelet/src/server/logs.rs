@@ -19,7 +19,8 @@ use proto::cri;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::secure::{RequestError, SecureState, container_status, find_pod, runtime_id};
+use super::request::{RequestError, container_status, find_pod, runtime_id};
+use super::secure::SecureState;
 use crate::runtime::logs::{self, LogOptions, ReadRequest};
 
 /// The parsed query.

@@ -9,6 +9,7 @@
 //! - [`authn`]: bearer tokens on the secure API, checked with the apiserver (TokenReview).
 //! - [`auth`]: who may do what on the secure API (`authorization.mode`: Webhook asks the
 //!   apiserver with a SubjectAccessReview, answers cached; or AlwaysAllow).
+//! - [`request`]: finding the pod and container a request names; the errors that refuse it.
 //! - [`certs`]: the self-signed serving certificate made when none is configured.
 //! - [`remotecommand`]: the channel protocol kubectl speaks (`v5.channel.k8s.io`,
 //!   `v4.channel.k8s.io`) and its relay to the runtime's streams.
@@ -22,6 +23,7 @@ pub mod exec;
 pub mod logs;
 pub mod read_only;
 pub mod remotecommand;
+pub mod request;
 pub mod secure;
 pub mod spdy;
 
