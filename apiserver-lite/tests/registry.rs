@@ -108,16 +108,24 @@ fn names(page: &apiserver_lite::registry::ListPage) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+/// A registry with pods p0..p4, the options of a list by twos, and its first page (p0, p1).
+async fn five_pods_and_a_first_page_of_two(
+    dir: &std::path::Path,
+) -> (Arc<Registry>, ListOptions, apiserver_lite::registry::ListPage) {
+    let r = registry(dir).await;
     for i in 0..5 {
         create(&r, &format!("p{i}")).await;
     }
-    let mut opts = ListOptions { limit: Some(2), ..ListOptions::default() };
+    let opts = ListOptions { limit: Some(2), ..ListOptions::default() };
     let first = r.list(pods(), Some("default"), &opts).unwrap();
     assert_eq!(names(&first), ["p0", "p1"]);
+    (r, opts, first)
+}
+
+#[tokio::test]
+async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, mut opts, first) = five_pods_and_a_first_page_of_two(dir.path()).await;
     // Writes between the pages: a deletion, a label change and a creation.
     r.delete(pods(), Some("default"), "p2", &DeleteOptions::default(), false).await.unwrap();
     let mut p3 = r.get(pods(), Some("default"), "p3").unwrap();
@@ -170,13 +178,7 @@ async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision() {
 #[tokio::test]
 async fn an_expired_continue_token_is_answered_with_a_token_for_the_rest_as_it_is_now() {
     let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
-    for i in 0..5 {
-        create(&r, &format!("p{i}")).await;
-    }
-    let mut opts = ListOptions { limit: Some(2), ..ListOptions::default() };
-    let first = r.list(pods(), Some("default"), &opts).unwrap();
-    assert_eq!(names(&first), ["p0", "p1"]);
+    let (r, mut opts, first) = five_pods_and_a_first_page_of_two(dir.path()).await;
 
     // Writes on both sides of the page boundary, then a restart drops the kept history.
     r.delete(pods(), Some("default"), "p2", &DeleteOptions::default(), false).await.unwrap();

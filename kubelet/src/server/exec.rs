@@ -140,33 +140,36 @@ pub fn websocket_upgrade(headers: &HeaderMap) -> Result<Upgrade, RequestError> {
 /// The exec handler.
 pub async fn exec(
     State(state): State<SecureState>,
-    Path((namespace, pod, container)): Path<(String, String, String)>,
+    Path(names): Path<(String, String, String)>,
     Query(pairs): Query<Vec<(String, String)>>,
     req: Request,
 ) -> Response {
-    let started = match ExecQuery::parse(&pairs) {
-        Ok(q) => start(state, namespace, pod, container, q, req).await,
-        Err(e) => Err(e),
-    };
-    started.unwrap_or_else(|e| {
-        tracing::debug!(error = %e, "exec refused");
-        e.into_response()
-    })
+    respond(state, names, ExecQuery::parse(&pairs), req).await
 }
 
 /// The attach handler.
 pub async fn attach(
     State(state): State<SecureState>,
-    Path((namespace, pod, container)): Path<(String, String, String)>,
+    Path(names): Path<(String, String, String)>,
     Query(pairs): Query<Vec<(String, String)>>,
     req: Request,
 ) -> Response {
-    let started = match ExecQuery::parse_attach(&pairs) {
+    respond(state, names, ExecQuery::parse_attach(&pairs), req).await
+}
+
+/// Starts the session a parsed query asks for, or answers why not.
+async fn respond(
+    state: SecureState,
+    (namespace, pod, container): (String, String, String),
+    query: Result<ExecQuery, RequestError>,
+    req: Request,
+) -> Response {
+    let started = match query {
         Ok(q) => start(state, namespace, pod, container, q, req).await,
         Err(e) => Err(e),
     };
     started.unwrap_or_else(|e| {
-        tracing::debug!(error = %e, "attach refused");
+        tracing::debug!(error = %e, "exec or attach refused");
         e.into_response()
     })
 }
