@@ -14,9 +14,9 @@ use k8s_openapi::api::authentication::v1::{
     UserInfo,
 };
 use k8s_openapi::api::authorization::v1::{
-    NonResourceAttributes, ResourceAttributes, SelfSubjectAccessReview,
-    SelfSubjectAccessReviewSpec, SelfSubjectRulesReview, SubjectAccessReview,
-    SubjectAccessReviewSpec, SubjectAccessReviewStatus,
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    SelfSubjectRulesReview, SubjectAccessReview, SubjectAccessReviewSpec,
+    SubjectAccessReviewStatus,
 };
 use serde_json::Value;
 
@@ -51,24 +51,19 @@ pub fn answer(
     objects::check_type(r, &mut body)?;
     let (decoded, unknown) = objects::decode(r, body)?;
     let warnings = registry::field_warnings(&unknown, validation)?;
+    let stored = |t: &ResourceType, ns: Option<&str>, name: &str| registry.get(t, ns, name).ok();
     let answered = match r.kind {
         "SelfSubjectAccessReview" => {
             let mut review: SelfSubjectAccessReview = typed(decoded)?;
-            let spec = &review.spec;
-            validate(r, &spec.resource_attributes, &spec.non_resource_attributes, None)?;
-            let stored =
-                |t: &ResourceType, ns: Option<&str>, name: &str| registry.get(t, ns, name).ok();
+            validate(r, &review.spec, None)?;
             review.status = Some(decide(user, &review.spec, stored));
             serde_json::to_value(review)
         }
         "SubjectAccessReview" => {
             let mut review: SubjectAccessReview = typed(decoded)?;
-            let (subject, spec) = subject_of(&review.spec);
-            let s = &review.spec;
-            validate(r, &s.resource_attributes, &s.non_resource_attributes, Some(&subject))?;
-            let stored =
-                |t: &ResourceType, ns: Option<&str>, name: &str| registry.get(t, ns, name).ok();
-            review.status = Some(decide(&subject, &spec, stored));
+            let (subject, asked) = subject_of(&review.spec);
+            validate(r, &asked, Some(&subject))?;
+            review.status = Some(decide(&subject, &asked, stored));
             serde_json::to_value(review)
         }
         "SelfSubjectRulesReview" => {
@@ -102,13 +97,12 @@ fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ApiError> {
 /// someone else (`subject`), a user or a group.
 fn validate(
     r: &ResourceType,
-    resource: &Option<ResourceAttributes>,
-    non_resource: &Option<NonResourceAttributes>,
+    spec: &SelfSubjectAccessReviewSpec,
     subject: Option<&User>,
 ) -> Result<(), ApiError> {
     let path = Path::root("spec");
     let mut errors = ErrorList::default();
-    match (resource, non_resource) {
+    match (&spec.resource_attributes, &spec.non_resource_attributes) {
         (None, None) => errors.push(FieldError::invalid(
             &path.child("resourceAttributes"),
             Raw("null".into()),

@@ -395,6 +395,12 @@ impl KubeletConfigFile {
 }
 
 impl KubeletConfig {
+    /// Whether anyone can authenticate to the kubelet API without a token: a client CA names
+    /// callers, or anonymous callers are served.
+    pub fn api_callers_possible(&self) -> bool {
+        self.client_ca_file.is_some() || self.anonymous_auth
+    }
+
     /// Checks what the rest of the kubelet relies on.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid =
@@ -420,9 +426,8 @@ impl KubeletConfig {
         if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
             return invalid("tlsCertFile/tlsPrivateKeyFile", "set both or neither");
         }
-        let callers = self.client_ca_file.is_some() || self.anonymous_auth;
         let webhook = self.authorization_mode == AuthorizationMode::Webhook;
-        if webhook && callers && self.port != 0 && self.kubeconfig.is_none() {
+        if webhook && self.api_callers_possible() && self.port != 0 && self.kubeconfig.is_none() {
             return invalid(
                 "authorization.mode",
                 "Webhook asks the apiserver about each caller (SubjectAccessReview), and a standalone kubelet (no --kubeconfig) has none: set authorization.mode: AlwaysAllow to let every authenticated caller use the API, or join an apiserver",

@@ -181,12 +181,9 @@ impl<K: std::hash::Hash + Eq, V: Clone> Answers<K, V> {
         entries.insert(key, (value, until));
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<K, (V, Instant)>> {

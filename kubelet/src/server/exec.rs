@@ -198,10 +198,9 @@ async fn start(
     let cri = &state.runtime.cri;
     let url = match &q.session {
         Session::Exec { command } => {
-            let (cmd, container_id) = (command.clone(), id);
             let r = cri::ExecRequest {
-                container_id,
-                cmd,
+                container_id: id,
+                cmd: command.clone(),
                 tty: o.tty,
                 stdin: o.stdin,
                 stdout: o.stdout,

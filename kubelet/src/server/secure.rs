@@ -193,9 +193,7 @@ impl SecureServer {
                 )))
             }
             // Nobody can authenticate (no client CA, no anonymous): every request is 401 first.
-            (AuthorizationMode::Webhook, None)
-                if config.client_ca_file.is_none() && !config.anonymous_auth =>
-            {
+            (AuthorizationMode::Webhook, None) if !config.api_callers_possible() => {
                 Authorizer::AlwaysAllow
             }
             (AuthorizationMode::Webhook, None) => return Err(SecureError::WebhookWithoutApiserver),
