@@ -40,13 +40,10 @@ fn read(path: &Path) -> Result<Option<String>, CertError> {
     }
 }
 
+/// Written whole or not at all: a client may read the kubeconfig the moment it appears.
 fn write(path: &Path, content: &str, private: bool) -> Result<(), CertError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let io = |source| CertError::Io { path: path.into(), source };
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true).mode(if private { 0o600 } else { 0o644 });
-    let mut f = opts.open(path).map_err(io)?;
-    std::io::Write::write_all(&mut f, content.as_bytes()).map_err(io)
+    daemon::write_atomically(path, content.as_bytes(), if private { 0o600 } else { 0o644 })
+        .map_err(|source| CertError::Io { path: path.into(), source })
 }
 
 fn validity(p: &mut CertificateParams) {

@@ -2,7 +2,10 @@
 //!
 //! - [`LogArgs`]: upstream's `-v` flag, flattened into each binary's arguments;
 //! - [`init_tracing`]: logs to stderr at upstream's `-v` levels, `RUST_LOG` overriding;
-//! - [`stop_on_signal`]: a [`CancellationToken`] cancelled by the first SIGTERM or SIGINT.
+//! - [`stop_on_signal`]: a [`CancellationToken`] cancelled by the first SIGTERM or SIGINT;
+//! - [`write_atomically`]: files other processes read (certificates, kubeconfigs) appear whole.
+
+use std::path::Path;
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
@@ -61,6 +64,32 @@ pub fn stop_on_signal(what: &'static str) -> std::io::Result<CancellationToken> 
     Ok(stop)
 }
 
+/// Writes `content` to `path` with permission `mode` so that a reader sees either the old file
+/// or the whole new one, never a part: the bytes go to a hidden sibling, are synced, and are
+/// renamed over `path`. A crash part-way leaves `path` as it was (and at worst the sibling).
+pub fn write_atomically(path: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
+    })?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(".tmp");
+    let tmp = path.with_file_name(tmp_name);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&tmp)?;
+    // `mode` is masked by the umask at creation, and an old sibling keeps its mode: set it.
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+    f.write_all(content)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +122,27 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(10), stop.cancelled())
             .await
             .expect("SIGTERM cancels the token");
+    }
+
+    #[test]
+    fn an_atomic_write_replaces_the_whole_file_with_the_mode_asked_and_leaves_no_sibling() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("admin.kubeconfig");
+        std::fs::write(&path, "a much longer old content than the new one").unwrap();
+        write_atomically(&path, b"new", 0o600).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["admin.kubeconfig"]);
+    }
+
+    #[test]
+    fn an_atomic_write_into_a_missing_directory_fails_and_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing").join("ca.crt");
+        assert!(write_atomically(&path, b"x", 0o644).is_err());
+        assert!(!path.exists());
     }
 }

@@ -35,16 +35,8 @@ fn read(path: &Path) -> Result<Option<String>, CertError> {
 }
 
 fn write(path: &Path, content: &str, mode: u32) -> Result<(), CertError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let io = |source| CertError::Io { path: path.into(), source };
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(path)
-        .map_err(io)?;
-    std::io::Write::write_all(&mut f, content.as_bytes()).map_err(io)
+    daemon::write_atomically(path, content.as_bytes(), mode)
+        .map_err(|source| CertError::Io { path: path.into(), source })
 }
 
 /// Reads the configured certificate and key files.
