@@ -22,19 +22,27 @@ cargo fmt --all -- --check
 step "lint"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 
+# One build of every binary and test target, before any test runs: with the whole workspace in
+# every command, dev-dependencies' features (tokio's test-util, ...) are unified once, so the
+# hermetic and real tiers reuse the same artifacts instead of building the dependency graph again
+# per feature set. The real tier's binaries are these too.
+step "build (every binary and test target)"
+cargo build --locked --workspace --bins --tests
+
 if command -v cargo-nextest >/dev/null 2>&1; then
-  run_tests() { cargo nextest run --locked --profile ci "$@"; }
+  hermetic() { cargo nextest run --locked --profile ci --workspace -E 'not package(e2e)'; }
+  real() { cargo nextest run --locked --profile ci --workspace -E 'package(e2e)'; }
 else
-  run_tests() { cargo test --locked "$@"; }
+  hermetic() { cargo test --locked --workspace --exclude e2e; }
+  real() { cargo test --locked -p e2e; }
 fi
 
 step "hermetic tier"
-run_tests --workspace --exclude e2e
-cargo test --locked --workspace --exclude e2e --doc
+hermetic
+cargo test --locked --workspace --doc
 
 step "real tier (containerd, registry, the kubelet and apiserver binaries, the real kubectl)"
-cargo build --locked --workspace --bins
 hack/fetch-kubectl.sh >/dev/null
-run_tests -p e2e
+real
 
 step "all tiers passed"
