@@ -11,7 +11,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 
 use crate::auth::User;
-use crate::resources::RESOURCES;
+use crate::resources::{RESOURCES, ResourceType};
 
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -42,21 +42,16 @@ pub fn rules(user: &User, namespace: &str) -> SubjectRulesReviewStatus {
         };
     }
     let mut resource_rules = vec![rule(&["get", "list", "watch"], &["*"], &["*"], &[])];
-    let self_reviews =
-        RESOURCES.iter().filter(|r| !r.is_stored() && !crate::auth::ABOUT_OTHERS.contains(&r.name));
-    for review in self_reviews {
-        resource_rules.push(rule(&["create"], &[review.group], &[review.name], &[]));
-    }
+    let (about_others, about_self): (Vec<_>, Vec<_>) = RESOURCES
+        .iter()
+        .filter(|r| !r.is_stored())
+        .partition(|r| crate::auth::ABOUT_OTHERS.contains(&r.name));
+    let create = |review: &ResourceType| rule(&["create"], &[review.group], &[review.name], &[]);
+    resource_rules.extend(about_self.into_iter().map(create));
     let mut evaluation_error = None;
     if let Some(node) = user.node() {
         resource_rules.push(rule(&["*"], &[""], &["nodes", "nodes/status"], &[node]));
-        resource_rules.push(rule(
-            &["create"],
-            &["authorization.k8s.io"],
-            &["subjectaccessreviews"],
-            &[],
-        ));
-        resource_rules.push(rule(&["create"], &["authentication.k8s.io"], &["tokenreviews"], &[]));
+        resource_rules.extend(about_others.into_iter().map(create));
         if namespace == "kube-node-lease" {
             resource_rules.push(rule(&["*"], &["coordination.k8s.io"], &["leases"], &[node]));
         }

@@ -4,9 +4,8 @@
 //! paths) — and, in Webhook mode, the apiserver is asked (SubjectAccessReview). Its answers are
 //! reused for `cacheAuthorizedTTL` (yes) and `cacheUnauthorizedTTL` (no); errors are not cached.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
@@ -16,12 +15,9 @@ use k8s_openapi::api::authorization::v1::{
 };
 use tokio::time::Instant;
 
+use super::answers::Answers;
 use super::request::text_error;
 use super::secure::Identity;
-
-/// The most answers kept; past it, expired ones are dropped, then all (bounded memory whatever
-/// the callers).
-const CACHE_LIMIT: usize = 4096;
 
 /// What a request to the kubelet API amounts to, in the apiserver's terms.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -145,53 +141,6 @@ impl Reviewer for ApiReviewer {
     }
 }
 
-/// Answers from the apiserver, each reused until its time is up; at most [`CACHE_LIMIT`].
-pub struct Answers<K, V> {
-    entries: Mutex<HashMap<K, (V, Instant)>>,
-}
-
-impl<K, V> std::fmt::Debug for Answers<K, V> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Answers").finish_non_exhaustive()
-    }
-}
-
-impl<K, V> Default for Answers<K, V> {
-    fn default() -> Self {
-        Self { entries: Mutex::default() }
-    }
-}
-
-impl<K: std::hash::Hash + Eq, V: Clone> Answers<K, V> {
-    /// The answer for `key` if it is still good at `now`.
-    pub fn get(&self, key: &K, now: Instant) -> Option<V> {
-        let entries = self.entries();
-        entries.get(key).filter(|(_, until)| now < *until).map(|(v, _)| v.clone())
-    }
-
-    /// Keeps `value` for `key` until `until`, first making room: expired answers go, then all.
-    pub fn put(&self, key: K, value: V, now: Instant, until: Instant) {
-        let mut entries = self.entries();
-        if entries.len() >= CACHE_LIMIT {
-            entries.retain(|_, (_, u)| now < *u);
-            if entries.len() >= CACHE_LIMIT {
-                entries.clear();
-            }
-        }
-        entries.insert(key, (value, until));
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.entries().len()
-    }
-
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<K, (V, Instant)>> {
-        // A panic while holding the lock leaves only cached answers behind: still usable.
-        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
 /// Webhook mode: asks `reviewer`, remembering answers for their TTLs.
 pub struct Webhook<R> {
     reviewer: R,
@@ -252,6 +201,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+    use crate::server::answers::CACHE_LIMIT;
 
     fn caller(name: &str) -> Identity {
         Identity { name: name.into(), groups: vec!["system:nodes".into()] }

@@ -9,7 +9,7 @@ use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-use super::auth::Answers;
+use super::answers::Answers;
 use super::secure::Identity;
 
 /// The apiserver could not say whom a token names.

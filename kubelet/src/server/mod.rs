@@ -9,6 +9,7 @@
 //! - [`authn`]: bearer tokens on the secure API, checked with the apiserver (TokenReview).
 //! - [`auth`]: who may do what on the secure API (`authorization.mode`: Webhook asks the
 //!   apiserver with a SubjectAccessReview, answers cached; or AlwaysAllow).
+//! - [`answers`]: the bounded, expiring cache of the apiserver's answers both of them keep.
 //! - [`request`]: finding the pod and container a request names; the errors that refuse it.
 //! - [`certs`]: the self-signed serving certificate made when none is configured.
 //! - [`remotecommand`]: the channel protocol kubectl speaks (`v5.channel.k8s.io`,
@@ -16,6 +17,7 @@
 //! - [`spdy`]: the client side of the runtime's streaming server (CRI `Exec` URLs), SPDY/3.1
 //!   with `v4.channel.k8s.io`.
 
+pub mod answers;
 pub mod auth;
 pub mod authn;
 pub mod certs;
