@@ -26,6 +26,7 @@ use crate::node_status::{MachineInfo, NodeFacts};
 use crate::nodelease::LeaseController;
 use crate::pleg::{self, Pleg, PlegHealth, RuntimePods};
 use crate::pod_workers::{PodWorkers, WorkQueue, WorkerContext};
+use crate::prober::{ProbeManager, ProbeResults, ProberContext};
 use crate::runtime::{RuntimeConfig, RuntimeManager};
 use crate::server::{self, ServerState};
 use crate::status::StatusManager;
@@ -106,6 +107,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             host_ip: host_ip.clone(),
         },
         Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
+        recorder.clone(),
     ));
     let statuses = Arc::new(StatusManager::default());
     let queue = Arc::new(WorkQueue::default());
@@ -224,18 +226,39 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         tasks.spawn(status_sync.run(child.clone()));
     }
 
+    let probe_results = Arc::new(ProbeResults::default());
+    let prober = ProbeManager::new(
+        Arc::new(ProberContext {
+            cri: cri.clone(),
+            statuses: statuses.clone(),
+            results: probe_results.clone(),
+            recorder: recorder.clone(),
+            started: tokio::time::Instant::now(),
+        }),
+        child.child_token(),
+    );
     let ctx = Arc::new(WorkerContext {
         runtime: runtime.clone(),
         statuses: statuses.clone(),
         recorder: recorder.clone(),
+        probes: probe_results.clone(),
         queue: queue.clone(),
         done: done_tx,
         host_ip,
         resync: config.sync_frequency,
     });
     let workers = PodWorkers::new(ctx, child.child_token());
-    let sync_loop =
-        SyncLoop::new(workers, queue, statuses, runtime, sources_ready, recorder, config.max_pods);
+    let sync_loop = SyncLoop::new(
+        workers,
+        prober,
+        probe_results,
+        queue,
+        statuses,
+        runtime,
+        sources_ready,
+        recorder,
+        config.max_pods,
+    );
     let inputs = Inputs { config: updates_rx, pleg: pleg_rx, done: done_rx, runtime_pods: pods_rx };
     notify_ready();
     tracing::info!(node = %config.node_name, "kubelet started");

@@ -5,6 +5,8 @@
 //! - [`sync_loop`]: one `select!` over config updates, PLEG events, tickers and finished
 //!   workers.
 //! - [`pod_workers`]: one task per pod; `Syncing → Terminating → Terminated`.
+//! - [`prober`]: liveness, readiness and startup probes (exec, httpGet, tcpSocket, grpc).
+//! - [`active_deadline`]: the `activeDeadlineSeconds` of pods.
 //! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, images, backoff).
 //! - [`pleg`]: relisting the runtime into pod lifecycle events.
 //! - [`mirror`]: mirror pods, the apiserver's reflection of static pods.
@@ -16,6 +18,7 @@
 //! - [`events`]: the local event list.
 //! - [`kubelet`]: wiring and the stop path.
 
+pub mod active_deadline;
 pub mod cm;
 pub mod config;
 pub mod events;
@@ -25,6 +28,7 @@ pub mod node_status;
 pub mod nodelease;
 pub mod pleg;
 pub mod pod_workers;
+pub mod prober;
 pub mod runtime;
 pub mod server;
 pub mod status;

@@ -1,8 +1,11 @@
 //! Pod workers: one task per pod UID, as upstream's `podWorkers`. Updates are coalesced (only the
 //! latest pending one is kept, but a kill is never replaced by a sync), and each worker moves
-//! through `Syncing → Terminating → Terminated`, advanced by the pure [`step`].
+//! through `Syncing → Terminating → Terminated`, advanced by the pure [`step`]. A worker keeps
+//! reading its mailbox while it acts: a termination cancels a sync in progress, and a shorter
+//! grace period restarts a termination in progress with it ([`preempts`]).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -12,65 +15,119 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::active_deadline::{self, Deadline};
 use crate::events::Recorder;
-use crate::runtime::RuntimeManager;
-use crate::runtime::sync::ERROR_REQUEUE;
-use crate::status::{self, NodeView, StatusManager};
+use crate::prober::ProbeResults;
+use crate::runtime::sync::{ERROR_REQUEUE, SyncOutcome, grace_period};
+use crate::runtime::{KillOptions, RuntimeManager};
+use crate::status::{self, NodeView, PodFailure, StatusManager, SyncView};
 
 /// What a worker is asked to do.
 #[derive(Debug, Clone)]
 pub enum Work {
-    /// Bring the pod to its spec (create, update, resync, runtime event).
+    /// Bring the pod to its spec (create, update, resync, runtime event, probe result).
     Sync(Arc<Pod>),
-    /// Stop the pod and remove it; `None` uses each container's recorded grace period.
-    Terminate { grace: Option<Duration> },
+    /// Stop the pod and remove it. `pod` is the spec (for preStop hooks and the stop order;
+    /// `None` for pods only the runtime knows); `grace: None` uses each container's recorded
+    /// grace period.
+    Terminate { pod: Option<Arc<Pod>>, grace: Option<Duration> },
+}
+
+/// Whether grace period `new` is shorter than `old` (`None`: each container's own, the longest).
+fn shorter(new: Option<Duration>, old: Option<Duration>) -> bool {
+    match (new, old) {
+        (Some(n), Some(o)) => n < o,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
 }
 
 impl Work {
     /// Upstream's coalescing: the newest sync wins; a termination sticks, its shortest grace wins.
     fn merge(pending: Option<Work>, new: Work) -> Work {
         match (pending, new) {
-            (Some(Work::Terminate { grace: a }), Work::Terminate { grace: b }) => Work::Terminate {
-                grace: match (a, b) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                },
-            },
+            (
+                Some(Work::Terminate { pod: a_pod, grace: a }),
+                Work::Terminate { pod: b_pod, grace: b },
+            ) => Work::Terminate { pod: b_pod.or(a_pod), grace: if shorter(b, a) { b } else { a } },
             (Some(t @ Work::Terminate { .. }), Work::Sync(_)) => t,
             (_, new) => new,
         }
     }
 }
 
+/// Where a worker stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkerState {
+    /// Bringing the pod to its spec, sync after sync.
     Syncing,
+    /// Stopping every container, then the sandbox, within `grace`.
     Terminating { grace: Option<Duration> },
+    /// Nothing runs any more: either the pod is being removed, or it finished (phase
+    /// `Succeeded`/`Failed`) and its sandbox and resources were released; its containers and
+    /// logs stay until it is removed.
     Terminated,
 }
 
+/// What the worker is told: work from the mailbox, or how its last action ended.
+#[derive(Debug, Clone)]
+pub enum Input {
+    Work(Work),
+    /// A sync ended; `finished`: the pod reached a terminal phase and will never run again.
+    Synced {
+        finished: bool,
+    },
+    /// Every container and sandbox of the pod is stopped.
+    Killed,
+}
+
+/// What the worker does next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     Sync(Arc<Pod>),
-    Kill { grace: Option<Duration> },
+    /// Stop the pod; `hooks`: run preStop hooks (not again when a shorter grace restarts it).
+    Kill {
+        pod: Option<Arc<Pod>>,
+        grace: Option<Duration>,
+        hooks: bool,
+    },
+    /// Release a finished pod's sandbox, volumes and cgroup, keeping its containers and logs.
+    Release,
+    /// Remove everything the pod left in the runtime and on disk; the worker then ends.
+    Remove,
     Nothing,
 }
 
-/// The worker's state machine: what `work` does in `state`.
-pub fn step(state: WorkerState, work: Work) -> (WorkerState, Action) {
-    match (state, work) {
-        (WorkerState::Syncing, Work::Sync(pod)) => (WorkerState::Syncing, Action::Sync(pod)),
-        (WorkerState::Syncing, Work::Terminate { grace }) => {
-            (WorkerState::Terminating { grace }, Action::Kill { grace })
+/// The worker's state machine: what `input` does in `state`.
+pub fn step(state: WorkerState, input: Input) -> (WorkerState, Action) {
+    use WorkerState::{Syncing, Terminated, Terminating};
+    match (state, input) {
+        (Syncing, Input::Work(Work::Sync(pod))) => (Syncing, Action::Sync(pod)),
+        (Syncing, Input::Work(Work::Terminate { pod, grace })) => {
+            (Terminating { grace }, Action::Kill { pod, grace, hooks: true })
         }
-        (s @ WorkerState::Terminating { .. }, Work::Sync(_)) => (s, Action::Nothing),
-        (WorkerState::Terminating { grace: Some(old) }, Work::Terminate { grace: Some(new) })
-            if new < old =>
+        (Syncing, Input::Synced { finished: true }) => (Terminated, Action::Release),
+        (Syncing, Input::Synced { finished: false }) => (Syncing, Action::Nothing),
+        (Terminating { grace: old }, Input::Work(Work::Terminate { pod, grace }))
+            if shorter(grace, old) =>
         {
-            (WorkerState::Terminating { grace: Some(new) }, Action::Kill { grace: Some(new) })
+            (Terminating { grace }, Action::Kill { pod, grace, hooks: false })
         }
-        (s @ WorkerState::Terminating { .. }, Work::Terminate { .. }) => (s, Action::Nothing),
-        (WorkerState::Terminated, _) => (WorkerState::Terminated, Action::Nothing),
+        (Terminating { .. }, Input::Killed) => (Terminated, Action::Remove),
+        (Terminated, Input::Work(Work::Terminate { .. })) => (Terminated, Action::Remove),
+        (s, _) => (s, Action::Nothing),
+    }
+}
+
+/// Whether `pending` work cancels what a worker in `state` is doing now: a termination cancels
+/// a sync, and a shorter grace period restarts a termination (upstream's `cancelFn`).
+pub fn preempts(state: WorkerState, pending: &Work) -> bool {
+    match (state, pending) {
+        (WorkerState::Syncing, Work::Terminate { .. }) => true,
+        (WorkerState::Terminating { grace: old }, Work::Terminate { grace, .. }) => {
+            shorter(*grace, old)
+        }
+        _ => false,
     }
 }
 
@@ -95,6 +152,30 @@ impl Mailbox {
                 return w;
             }
             self.notify.notified().await;
+        }
+    }
+
+    fn pending_preempts(&self, state: WorkerState) -> bool {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|w| preempts(state, w))
+    }
+
+    /// Runs `action` to its end, or until work arrives that preempts it in `state` (`None`; the
+    /// work stays in the mailbox for the next `take`). Work that does not preempt waits there.
+    async fn preemptible<F: Future>(&self, state: WorkerState, action: F) -> Option<F::Output> {
+        let mut action = std::pin::pin!(action);
+        loop {
+            tokio::select! {
+                out = &mut action => return Some(out),
+                () = self.notify.notified() => {
+                    if self.pending_preempts(state) {
+                        return None;
+                    }
+                }
+            }
         }
     }
 }
@@ -135,6 +216,8 @@ pub struct WorkerContext {
     pub runtime: Arc<RuntimeManager>,
     pub statuses: Arc<StatusManager>,
     pub recorder: Recorder,
+    /// Probe verdicts: liveness kills in the plan, readiness in the status.
+    pub probes: Arc<ProbeResults>,
     pub queue: Arc<WorkQueue>,
     /// Workers report here when their pod is terminated and removed.
     pub done: mpsc::UnboundedSender<String>,
@@ -213,138 +296,151 @@ impl PodWorkers {
     }
 }
 
+/// One worker: takes work, steps the state machine, and runs each action — preemptibly where
+/// [`preempts`] says so — feeding how it ended back into [`step`]. Ends after `Remove`.
 async fn run_worker(ctx: &WorkerContext, uid: &str, mailbox: &Mailbox) {
     let mut state = WorkerState::Syncing;
     loop {
         let work = mailbox.take().await;
-        let (next, action) = step(state, work);
-        state = next;
-        // Boxed: a future is as large as its largest state, and the sync path's is tens of
-        // kilobytes. Boxing keeps that only while a sync runs, so an idle worker costs a few
-        // hundred bytes (measured in BENCHMARKS.md: the idle RSS per pod).
-        match action {
-            Action::Nothing => {}
-            Action::Sync(pod) => Box::pin(sync_once(ctx, uid, &pod)).await,
-            Action::Kill { grace } => {
-                Box::pin(terminate(ctx, uid, grace)).await;
-                return;
-            }
+        let (mut next, mut action) = step(state, Input::Work(work));
+        loop {
+            state = next;
+            // Boxed: a future is as large as its largest state, and the sync path's is tens of
+            // kilobytes. Boxing keeps that only while an action runs, so an idle worker costs a
+            // few hundred bytes (measured in BENCHMARKS.md: the idle RSS per pod).
+            let ended = match action {
+                Action::Nothing => break,
+                Action::Sync(pod) => {
+                    let sync = Box::pin(sync_once(ctx, uid, &pod));
+                    match mailbox.preemptible(state, sync).await {
+                        Some(finished) => Input::Synced { finished },
+                        None => break, // a termination is waiting in the mailbox
+                    }
+                }
+                Action::Kill { pod, grace, hooks } => {
+                    ctx.queue.forget(uid);
+                    let kill = Box::pin(kill(ctx, uid, pod.as_deref(), grace, hooks));
+                    match mailbox.preemptible(state, kill).await {
+                        Some(()) => Input::Killed,
+                        None => break, // a shorter grace period is waiting in the mailbox
+                    }
+                }
+                Action::Release => {
+                    ctx.queue.forget(uid);
+                    ctx.runtime.release_pod(uid);
+                    break;
+                }
+                Action::Remove => {
+                    Box::pin(remove(ctx, uid)).await;
+                    return;
+                }
+            };
+            (next, action) = step(state, ended);
         }
     }
 }
 
-async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) {
-    match ctx.runtime.sync_pod(pod).await {
+/// One sync; true when the pod reached a terminal phase (`Succeeded`/`Failed`).
+async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) -> bool {
+    let started = ctx.statuses.status(uid).and_then(|s| s.start_time);
+    let deadline = active_deadline::check(pod, started.as_ref(), jiff::Timestamp::now());
+    if let Deadline::Exceeded(failure) = deadline {
+        return fail(ctx, uid, pod, failure).await;
+    }
+    match ctx.runtime.sync_pod(pod, &ctx.probes).await {
         Ok(outcome) => {
             if let Some(e) = &outcome.error {
                 ctx.recorder.warning("FailedCreatePodSandBox", &pod_ref(pod), e.clone());
             }
-            let node = NodeView {
-                runtime_name: &ctx.runtime.runtime_name,
-                host_ip: ctx.host_ip.as_deref(),
-            };
-            let status = status::generate(pod, &outcome.status, &outcome.waiting, &node);
+            let status = generate(ctx, pod, &outcome, None);
+            let finished = status::is_terminal(&status);
             ctx.statuses.set_status(uid, status, SystemTime::now());
-            ctx.queue.enqueue(uid, outcome.requeue_after.unwrap_or(ctx.resync));
+            if !finished {
+                let mut after = outcome.requeue_after.unwrap_or(ctx.resync);
+                if let Deadline::In(left) = deadline {
+                    after = after.min(left);
+                }
+                ctx.queue.enqueue(uid, after);
+            }
+            finished
         }
         Err(e) => {
             ctx.recorder.warning("FailedSync", &pod_ref(pod), e.to_string());
             ctx.queue.enqueue(uid, ERROR_REQUEUE);
+            false
         }
     }
 }
 
-/// Kills and removes the pod, retrying until the runtime lets it.
-async fn terminate(ctx: &WorkerContext, uid: &str, grace: Option<Duration>) {
-    ctx.queue.forget(uid);
-    let mut retry = ERROR_REQUEUE;
-    loop {
-        let result = async {
-            ctx.runtime.kill_pod(uid, grace).await?;
-            ctx.runtime.remove_pod(uid).await
-        }
-        .await;
-        match result {
-            Ok(()) => {
-                tracing::info!(uid, "pod terminated and removed");
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(uid, error = %e, "terminating the pod; will retry");
-                tokio::time::sleep(retry).await;
-                retry = (retry * 2).min(Duration::from_secs(60));
-            }
-        }
+fn generate(
+    ctx: &WorkerContext,
+    pod: &Pod,
+    outcome: &SyncOutcome,
+    failure: Option<&PodFailure>,
+) -> k8s_openapi::api::core::v1::PodStatus {
+    let node =
+        NodeView { runtime_name: &ctx.runtime.runtime_name, host_ip: ctx.host_ip.as_deref() };
+    let sync = SyncView {
+        runtime: &outcome.status,
+        waiting: &outcome.waiting,
+        probes: &ctx.probes,
+        failure,
+    };
+    status::generate(pod, sync, &node)
+}
+
+/// The kubelet fails the pod itself (its deadline passed): everything is stopped, and the
+/// status says why. Always finishes the pod.
+async fn fail(ctx: &WorkerContext, uid: &str, pod: &Pod, failure: PodFailure) -> bool {
+    ctx.recorder.normal(&failure.reason, &pod_ref(pod), failure.message.clone());
+    kill(ctx, uid, Some(pod), Some(grace_period(pod)), true).await;
+    let mut outcome = SyncOutcome::default();
+    match ctx.runtime.pod_status(uid).await {
+        Ok(s) => outcome.status = s,
+        Err(e) => tracing::warn!(uid, error = %e, "reading the failed pod's runtime state"),
     }
+    let status = generate(ctx, pod, &outcome, Some(&failure));
+    ctx.statuses.set_status(uid, status, SystemTime::now());
+    true
+}
+
+/// Retries `op` with a doubling delay (2 s → 60 s) until it succeeds.
+async fn retrying<F, Fut>(uid: &str, what: &str, mut op: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), crate::runtime::RuntimeError>>,
+{
+    let mut retry = ERROR_REQUEUE;
+    while let Err(e) = op().await {
+        tracing::warn!(uid, error = %e, "{what}; will retry");
+        tokio::time::sleep(retry).await;
+        retry = (retry * 2).min(Duration::from_secs(60));
+    }
+}
+
+/// Stops every container and the sandbox, retrying until the runtime lets it.
+async fn kill(
+    ctx: &WorkerContext,
+    uid: &str,
+    pod: Option<&Pod>,
+    grace: Option<Duration>,
+    hooks: bool,
+) {
+    let opts = KillOptions { pod, grace, hooks };
+    retrying(uid, "stopping the pod", || ctx.runtime.kill_pod(uid, &opts)).await;
+}
+
+/// Removes what the pod left behind, retrying until the runtime lets it.
+async fn remove(ctx: &WorkerContext, uid: &str) {
+    ctx.queue.forget(uid);
+    let stopped = KillOptions { pod: None, grace: None, hooks: false };
+    retrying(uid, "removing the pod", || async {
+        ctx.runtime.kill_pod(uid, &stopped).await?;
+        ctx.runtime.remove_pod(uid).await
+    })
+    .await;
+    tracing::info!(uid, "pod terminated and removed");
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pod(uid: &str) -> Arc<Pod> {
-        let mut p = Pod::default();
-        p.metadata.uid = Some(uid.into());
-        Arc::new(p)
-    }
-
-    /// The size of the future a function returns, without calling it.
-    fn future_size<A, B, C, F>(_: impl FnOnce(A, B, C) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
-
-    #[test]
-    fn an_idle_worker_is_small() {
-        let size = future_size(run_worker);
-        assert!(size < 1024, "a worker task's future is {size} bytes");
-    }
-
-    #[test]
-    fn the_state_machine_syncs_then_terminates_once() {
-        let s = WorkerState::Syncing;
-        let (s, a) = step(s, Work::Sync(pod("a")));
-        assert!(matches!((s, a), (WorkerState::Syncing, Action::Sync(_))));
-        let g = Some(Duration::from_secs(30));
-        let (s, a) = step(s, Work::Terminate { grace: g });
-        assert_eq!((s, a), (WorkerState::Terminating { grace: g }, Action::Kill { grace: g }));
-        assert_eq!(step(s, Work::Sync(pod("a"))).1, Action::Nothing, "no syncs while terminating");
-        assert_eq!(step(s, Work::Terminate { grace: g }).1, Action::Nothing);
-        let shorter = Some(Duration::from_secs(1));
-        assert_eq!(
-            step(s, Work::Terminate { grace: shorter }).1,
-            Action::Kill { grace: shorter },
-            "a shorter grace applies"
-        );
-        assert_eq!(step(WorkerState::Terminated, Work::Sync(pod("a"))).1, Action::Nothing);
-    }
-
-    #[test]
-    fn the_mailbox_keeps_the_latest_sync_but_never_drops_a_kill() {
-        let m = Mailbox::default();
-        m.put(Work::Sync(pod("1")));
-        m.put(Work::Sync(pod("2")));
-        assert!(
-            matches!(m.pending.lock().unwrap().clone(), Some(Work::Sync(p)) if p.metadata.uid.as_deref() == Some("2"))
-        );
-        m.put(Work::Terminate { grace: Some(Duration::from_secs(30)) });
-        m.put(Work::Sync(pod("3")));
-        m.put(Work::Terminate { grace: Some(Duration::from_secs(5)) });
-        assert!(
-            matches!(m.pending.lock().unwrap().clone(), Some(Work::Terminate { grace: Some(d) }) if d == Duration::from_secs(5))
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_work_queue_releases_pods_when_due() {
-        let q = WorkQueue::default();
-        q.enqueue("a", Duration::from_secs(10));
-        q.enqueue("b", Duration::from_secs(1));
-        q.enqueue("a", Duration::from_secs(2));
-        assert!(q.take_due(Instant::now()).is_empty());
-        tokio::time::advance(Duration::from_secs(2)).await;
-        let mut due = q.take_due(Instant::now());
-        due.sort();
-        assert_eq!(due, ["a", "b"]);
-        assert!(q.take_due(Instant::now() + Duration::from_secs(100)).is_empty());
-    }
-}
+mod tests;

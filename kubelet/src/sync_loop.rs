@@ -11,16 +11,28 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::mux::SourcesReady;
-use crate::config::{Op, PodUpdate};
+use crate::config::{Op, PodUpdate, Source};
 use crate::events::Recorder;
 use crate::pleg::{PodLifecycleEvent, RuntimePods};
 use crate::pod_workers::{PodWorkers, Work, WorkQueue};
+use crate::prober::{ProbeManager, ProbeResults, ProbeUpdate};
 use crate::runtime::RuntimeManager;
 use crate::runtime::sync::grace_period;
 use crate::status::StatusManager;
 
 /// How often pods whose resync is due are synced.
 pub const SYNC_TICK: Duration = Duration::from_secs(1);
+/// The grace period for a pod the apiserver no longer has (force-deleted, `--force
+/// --grace-period=0`): upstream's floor. Upstream keeps the last grace period it knew; an
+/// operator who forces a deletion wants the pod gone, so ours stops it at once.
+pub const FORCED_GRACE: Duration = Duration::from_secs(1);
+
+/// The grace period of a pod the apiserver is deleting: its `deletionGracePeriodSeconds`
+/// (at least 1 s, as upstream's `calculateEffectiveGracePeriod`).
+fn grace_period_of_deleted(pod: &Pod) -> Duration {
+    grace_period(pod).max(crate::runtime::MIN_TERMINATION_GRACE)
+}
+
 /// How often housekeeping looks for pods to clean up.
 pub const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(2);
 
@@ -33,6 +45,8 @@ pub enum SyncLoopEvent {
     Housekeeping,
     /// A worker finished terminating and removing its pod.
     WorkerDone(String),
+    /// Probe verdicts changed (readiness, liveness, startup).
+    ProbeResults(Vec<ProbeUpdate>),
 }
 
 /// The channels the loop reads.
@@ -50,6 +64,8 @@ pub struct SyncLoop {
     /// Desired, admitted pods by UID (upstream's pod manager).
     pods: BTreeMap<String, Arc<Pod>>,
     workers: PodWorkers,
+    probes: ProbeManager,
+    results: Arc<ProbeResults>,
     queue: Arc<WorkQueue>,
     statuses: Arc<StatusManager>,
     runtime: Arc<RuntimeManager>,
@@ -81,6 +97,8 @@ impl SyncLoop {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         workers: PodWorkers,
+        probes: ProbeManager,
+        results: Arc<ProbeResults>,
         queue: Arc<WorkQueue>,
         statuses: Arc<StatusManager>,
         runtime: Arc<RuntimeManager>,
@@ -91,6 +109,8 @@ impl SyncLoop {
         Self {
             pods: BTreeMap::new(),
             workers,
+            probes,
+            results,
             queue,
             statuses,
             runtime,
@@ -107,9 +127,11 @@ impl SyncLoop {
         for t in [&mut sync_ticker, &mut housekeeping] {
             t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         }
+        let results = self.results.clone();
         loop {
             let event = tokio::select! {
                 () = stop.cancelled() => break,
+                changes = results.changes() => SyncLoopEvent::ProbeResults(changes),
                 Some(u) = inputs.config.recv() => SyncLoopEvent::Config(u),
                 Some(e) = inputs.pleg.recv() => SyncLoopEvent::Pleg(e),
                 Some(uid) = inputs.done.recv() => SyncLoopEvent::WorkerDone(uid),
@@ -126,6 +148,7 @@ impl SyncLoop {
             self.handle(event, &runtime_pods);
         }
         self.workers.shutdown(Duration::from_secs(5)).await;
+        self.probes.shutdown().await;
     }
 
     /// Dispatches one event.
@@ -145,6 +168,18 @@ impl SyncLoop {
                 }
             }
             SyncLoopEvent::Housekeeping => self.housekeeping(runtime_pods),
+            SyncLoopEvent::ProbeResults(changes) => {
+                // Readiness and startup show in the status; a liveness or startup failure
+                // makes the plan restart the container: either way the pod is synced.
+                let mut seen = std::collections::BTreeSet::new();
+                for change in changes {
+                    if seen.insert(change.uid.clone())
+                        && let Some(pod) = self.pods.get(&change.uid)
+                    {
+                        self.workers.update(&change.uid, Work::Sync(pod.clone()));
+                    }
+                }
+            }
             SyncLoopEvent::WorkerDone(uid) => {
                 self.workers.remove(&uid);
                 match self.pods.get(&uid) {
@@ -161,7 +196,19 @@ impl SyncLoop {
             let uid = uid(&pod);
             match update.op {
                 Op::Add => self.add(pod),
-                Op::Update | Op::Reconcile => {
+                // A pod being deleted through the API: terminate it, and shorten a termination
+                // in progress when a later delete asks for a shorter grace period.
+                Op::Update | Op::Reconcile | Op::Delete
+                    if pod.metadata.deletion_timestamp.is_some() =>
+                {
+                    let known = self.pods.remove(&uid).is_some();
+                    if known || self.workers.contains(&uid) {
+                        self.statuses.set_pod(pod.clone());
+                        let grace = grace_period_of_deleted(&pod);
+                        self.terminate(&uid, pod, Some(grace));
+                    }
+                }
+                Op::Update | Op::Reconcile | Op::Delete => {
                     if self.pods.contains_key(&uid) {
                         self.pods.insert(uid.clone(), pod.clone());
                         self.statuses.set_pod(pod.clone());
@@ -169,24 +216,30 @@ impl SyncLoop {
                     }
                 }
                 Op::Remove => {
+                    let forced = update.source == Source::Api;
                     if self.pods.remove(&uid).is_some() {
                         self.recorder.normal(
                             "Killing",
                             &pod_ref(&pod),
                             "pod removed from its source; stopping it",
                         );
-                        self.workers
-                            .update(&uid, Work::Terminate { grace: Some(grace_period(&pod)) });
-                    } else {
+                        let grace = if forced { FORCED_GRACE } else { grace_period(&pod) };
+                        self.terminate(&uid, pod, Some(grace));
+                    } else if forced && self.workers.contains(&uid) {
+                        // Force-deleted while terminating: finish quickly.
+                        self.terminate(&uid, pod, Some(FORCED_GRACE));
+                    } else if !self.workers.contains(&uid) {
                         self.statuses.remove(&uid); // a rejected pod: nothing runs
                     }
                 }
-                Op::Delete => {
-                    self.pods.remove(&uid);
-                    self.workers.update(&uid, Work::Terminate { grace: Some(grace_period(&pod)) });
-                }
             }
         }
+    }
+
+    /// Stops the pod's probes and hands its worker a termination.
+    fn terminate(&mut self, uid: &str, pod: Arc<Pod>, grace: Option<Duration>) {
+        self.probes.remove_pod(uid);
+        self.workers.update(uid, Work::Terminate { pod: Some(pod), grace });
     }
 
     /// Admits a new pod (upstream's `canAdmitPod`, for the pod count) and starts its worker.
@@ -210,6 +263,7 @@ impl SyncLoop {
             return;
         }
         self.pods.insert(uid.clone(), pod.clone());
+        self.probes.add_pod(&pod);
         self.workers.update(&uid, Work::Sync(pod));
     }
 
@@ -223,7 +277,7 @@ impl SyncLoop {
         for uid in &runtime_pods.uids {
             if !self.pods.contains_key(uid) && !self.workers.contains(uid) {
                 tracing::info!(uid, "found a pod in the runtime that no source wants; stopping it");
-                self.workers.update(uid, Work::Terminate { grace: None });
+                self.workers.update(uid, Work::Terminate { pod: None, grace: None });
             }
         }
     }
@@ -232,7 +286,6 @@ impl SyncLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Source;
 
     #[tokio::test]
     async fn first_pods_count_as_handled_only_once_the_ready_sources_updates_were_taken() {

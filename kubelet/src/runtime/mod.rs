@@ -12,6 +12,7 @@
 pub mod actions;
 pub mod backoff;
 pub mod container;
+pub mod hooks;
 pub mod images;
 pub mod logs;
 pub mod sandbox;
@@ -26,13 +27,30 @@ use std::time::Duration;
 
 use api::keys;
 use futures::future::join_all;
+use k8s_openapi::api::core::v1::{Container, Pod};
 use proto::{CallError, CriClient, cri};
 
 use crate::cm::{CgroupLayout, Cgroups};
-use status::{ContainerState, PodRuntimeStatus, container_info, sandbox_info};
+use crate::events::Recorder;
+use status::{ContainerInfo, ContainerState, PodRuntimeStatus, container_info, sandbox_info};
 
-/// Upstream's floor on a container's stop grace period.
+/// Upstream's floor on a container's stop grace period when it is restarted.
 pub const MIN_GRACE: Duration = Duration::from_secs(2);
+/// The floor when the pod terminates: a grace period given by a deletion is honoured down to
+/// this (upstream's `calculateEffectiveGracePeriod`).
+pub const MIN_TERMINATION_GRACE: Duration = Duration::from_secs(1);
+
+/// How [`RuntimeManager::kill_pod`] stops a pod.
+#[derive(Debug, Clone, Copy)]
+pub struct KillOptions<'a> {
+    /// The spec: preStop hooks and which containers are sidecars (stopped last). `None` for
+    /// pods only the runtime knows.
+    pub pod: Option<&'a Pod>,
+    /// The pod's grace period; `None`: each container's own, recorded at creation.
+    pub grace: Option<Duration>,
+    /// Run preStop hooks (not again when a shorter grace period restarts a kill).
+    pub hooks: bool,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -60,6 +78,8 @@ pub struct RuntimeManager {
     /// `containerd` in `containerd://<id>` container ids.
     pub runtime_name: String,
     cgroupfs: Arc<dyn Cgroups>,
+    /// Events about what the runtime does to pods (kills, hook failures).
+    pub recorder: Recorder,
     restarts: Mutex<backoff::Backoff>,
     images: images::ImageManager,
     /// Bounds how many pods are being created (sandbox and first containers) at once. The
@@ -78,13 +98,19 @@ fn filter_by_uid(uid: &str) -> HashMap<String, String> {
 }
 
 impl RuntimeManager {
-    pub fn new(cri: CriClient, config: RuntimeConfig, cgroupfs: Arc<dyn Cgroups>) -> Self {
+    pub fn new(
+        cri: CriClient,
+        config: RuntimeConfig,
+        cgroupfs: Arc<dyn Cgroups>,
+        recorder: Recorder,
+    ) -> Self {
         let runtime_name = cri.version().runtime_name.clone();
         Self {
             cri,
             config,
             runtime_name,
             cgroupfs,
+            recorder,
             restarts: Mutex::new(backoff::Backoff::restarts()),
             images: images::ImageManager::default(),
             creations: tokio::sync::Semaphore::new(creation_limit()),
@@ -144,7 +170,11 @@ impl RuntimeManager {
         }
         for c in container_statuses {
             match c {
-                Ok(r) => status.containers.extend(r.status.as_ref().map(container_info)),
+                Ok(r) => status.containers.extend(r.status.as_ref().map(|s| {
+                    let mut info = container_info(s);
+                    status::add_termination_message(&mut info);
+                    info
+                })),
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(Self::err(uid)(e)),
             }
@@ -153,41 +183,84 @@ impl RuntimeManager {
         Ok(status)
     }
 
-    /// Stops the given running containers concurrently, each with its grace (at least 2 s).
-    async fn stop_containers(
+    /// Stops one running container: its preStop hook first (when `hooks` and the spec has
+    /// one), bounded by `grace`, then `StopContainer` with what is left of it (at least
+    /// `floor`).
+    async fn stop_container(
         &self,
-        uid: &str,
-        ids: Vec<(String, Duration)>,
+        pod: Option<&Pod>,
+        spec: Option<&Container>,
+        c: &ContainerInfo,
+        grace: Duration,
+        hooks: bool,
+        floor: Duration,
     ) -> Result<(), RuntimeError> {
-        let results = join_all(
-            ids.iter().map(|(id, grace)| self.cri.stop_container(id, (*grace).max(MIN_GRACE))),
-        )
-        .await;
-        for r in results {
-            match r {
-                Ok(_) => {}
-                Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(Self::err(uid)(e)),
-            }
+        let uid = pod.and_then(|p| p.metadata.uid.as_deref()).unwrap_or_default();
+        let mut left = grace;
+        if let (true, Some(pod), Some(spec)) = (hooks, pod, spec) {
+            left = left.saturating_sub(self.run_pre_stop(pod, spec, &c.id, grace).await);
         }
-        Ok(())
+        match self.cri.stop_container(&c.id, left.max(floor)).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(Self::err(uid)(e)),
+        }
     }
 
-    /// Stops every container of the pod (gracefully), then its sandboxes. Works from runtime
-    /// state alone, so it also stops pods no source knows: with no `grace` given, each container
-    /// gets the grace period recorded on it at creation.
-    pub async fn kill_pod(&self, uid: &str, grace: Option<Duration>) -> Result<(), RuntimeError> {
+    /// Stops every container of the pod, then its sandboxes, as upstream's `killPod`: app
+    /// containers (and anything the spec does not name) together, each with its preStop hook
+    /// and grace period; then sidecars one at a time in reverse order with what is left of the
+    /// pod's grace; then the sandboxes. Works from runtime state alone too, so it also stops pods
+    /// no source knows: with no `grace` given, each container gets the grace period recorded on
+    /// it at creation.
+    pub async fn kill_pod(&self, uid: &str, opts: &KillOptions<'_>) -> Result<(), RuntimeError> {
         let status = self.pod_status(uid).await?;
         let default =
             Duration::from_secs(api::defaults::DEFAULT_TERMINATION_GRACE_PERIOD.unsigned_abs());
-        let running: Vec<(String, Duration)> = status
-            .running()
-            .map(|c| {
-                let own = c.grace_seconds.map(|s| Duration::from_secs(s.unsigned_abs()));
-                (c.id.clone(), grace.or(own).unwrap_or(default))
-            })
+        let grace_of = |c: &ContainerInfo| {
+            let own = c.grace_seconds.map(|s| Duration::from_secs(s.unsigned_abs()));
+            opts.grace.or(own).unwrap_or(default)
+        };
+        let spec = opts.pod.and_then(|p| p.spec.as_ref());
+        let sidecars: Vec<&Container> = spec
+            .into_iter()
+            .flat_map(|s| s.init_containers.iter().flatten())
+            .filter(|c| actions::is_sidecar(c))
             .collect();
-        self.stop_containers(uid, running).await?;
+        let find = |name: &str| {
+            spec.into_iter()
+                .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()))
+                .find(|c| c.name == name)
+        };
+        let started = tokio::time::Instant::now();
+        let (late, first): (Vec<&ContainerInfo>, Vec<&ContainerInfo>) =
+            status.running().partition(|c| sidecars.iter().any(|s| s.name == c.name));
+        let results = join_all(first.iter().map(|c| {
+            self.stop_container(
+                opts.pod,
+                find(&c.name),
+                c,
+                grace_of(c),
+                opts.hooks,
+                MIN_TERMINATION_GRACE,
+            )
+        }))
+        .await;
+        results.into_iter().collect::<Result<Vec<()>, _>>()?;
+        for sidecar in sidecars.iter().rev() {
+            for c in late.iter().filter(|c| c.name == sidecar.name) {
+                let left = grace_of(c).saturating_sub(started.elapsed());
+                self.stop_container(
+                    opts.pod,
+                    Some(sidecar),
+                    c,
+                    left,
+                    opts.hooks,
+                    MIN_TERMINATION_GRACE,
+                )
+                .await?;
+            }
+        }
         for s in status.sandboxes.iter().filter(|s| s.ready) {
             match self
                 .cri
@@ -200,6 +273,18 @@ impl RuntimeManager {
             }
         }
         Ok(())
+    }
+
+    /// Releases what a finished pod (phase `Succeeded`/`Failed`) holds besides its container
+    /// records and logs, as upstream's `SyncTerminatedPod`: its volumes and cgroup (its sandbox
+    /// was stopped when it finished). The containers go when the pod is removed.
+    pub fn release_pod(&self, uid: &str) {
+        remove_dir_logged(&volumes::pod_volumes_dir(&self.config.root_dir, uid));
+        for cgroup in self.config.cgroups.all_pod_cgroups(uid) {
+            if let Err(e) = self.cgroupfs.remove(&cgroup) {
+                tracing::warn!(uid, error = %e, "removing the pod cgroup");
+            }
+        }
     }
 
     /// Removes everything of a terminated pod: containers, sandboxes, logs, its directory and

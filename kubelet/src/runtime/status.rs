@@ -57,6 +57,13 @@ pub struct ContainerInfo {
     pub image_id: String,
     /// `io.kubernetes.pod.terminationGracePeriod` at creation, for pods no source knows.
     pub grace_seconds: Option<i64>,
+    /// Where the container's termination message is on the node (the mount at its
+    /// `terminationMessagePath`).
+    pub message_file: Option<String>,
+    /// `terminationMessagePolicy: FallbackToLogsOnError`.
+    pub message_from_logs: bool,
+    /// The container's CRI log file.
+    pub log_path: String,
 }
 
 /// A pod as the runtime holds it: sandboxes and containers, newest first.
@@ -138,5 +145,84 @@ pub fn container_info(s: &cri::ContainerStatus) -> ContainerInfo {
         image_ref: s.image_ref.clone(),
         image_id: s.image_id.clone(),
         grace_seconds: annotation(&s.annotations, keys::POD_TERMINATION_GRACE_PERIOD),
+        message_file: s.annotations.get(keys::CONTAINER_TERMINATION_MESSAGE_PATH).and_then(
+            |path| s.mounts.iter().find(|m| &m.container_path == path).map(|m| m.host_path.clone()),
+        ),
+        message_from_logs: s
+            .annotations
+            .get(keys::CONTAINER_TERMINATION_MESSAGE_POLICY)
+            .is_some_and(|p| p == "FallbackToLogsOnError"),
+        log_path: s.log_path.clone(),
     }
+}
+
+/// The most of a termination message file that is read (upstream's 4 KiB).
+pub const MAX_MESSAGE: u64 = 4096;
+/// What `FallbackToLogsOnError` takes from the log: its last 80 lines, at most 2 KiB.
+const FALLBACK_LINES: usize = 80;
+const FALLBACK_BYTES: usize = 2048;
+
+/// Adds an exited container's termination message to its status message, as upstream: the
+/// file it wrote at `terminationMessagePath`, or (with `FallbackToLogsOnError`, a failure and
+/// an empty file) the end of its log.
+pub fn add_termination_message(info: &mut ContainerInfo) {
+    if info.state != ContainerState::Exited {
+        return;
+    }
+    let from_file = info.message_file.as_deref().map(read_message_file).unwrap_or_default();
+    let message = if !from_file.is_empty() {
+        from_file
+    } else if info.message_from_logs && info.exit_code != 0 && info.reason != "ContainerCannotRun" {
+        log_tail(std::path::Path::new(&info.log_path))
+    } else {
+        return;
+    };
+    if message.is_empty() {
+        return;
+    }
+    if !info.message.is_empty() {
+        info.message.push_str(": ");
+    }
+    info.message.push_str(&message);
+}
+
+fn read_message_file(path: &str) -> String {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    match std::fs::File::open(path) {
+        Ok(f) => {
+            if let Err(e) = f.take(MAX_MESSAGE).read_to_end(&mut buf) {
+                tracing::debug!(path, error = %e, "reading a termination message");
+            }
+        }
+        Err(e) => tracing::debug!(path, error = %e, "reading a termination message"),
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The last lines of a CRI log file's content, bounded.
+fn log_tail(path: &std::path::Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else { return String::new() };
+    let window: u64 = 16 * 1024;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if f.seek(SeekFrom::Start(len.saturating_sub(window))).is_err() {
+        return String::new();
+    }
+    let mut buf = Vec::new();
+    if f.take(window).read_to_end(&mut buf).is_err() {
+        return String::new();
+    }
+    let mut lines: Vec<&[u8]> = buf
+        .split(|b| *b == b'\n')
+        .filter_map(|l| super::logs::parse_cri_line(l).ok().map(|r| r.content))
+        .collect();
+    let skip = lines.len().saturating_sub(FALLBACK_LINES);
+    lines.drain(..skip);
+    let mut text = lines.join(&b'\n');
+    if !text.is_empty() {
+        text.push(b'\n');
+    }
+    let cut = text.len().saturating_sub(FALLBACK_BYTES);
+    String::from_utf8_lossy(&text[cut..]).into_owned()
 }

@@ -7,11 +7,13 @@ use std::time::{Duration, SystemTime};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use proto::cri;
 
-use super::actions::compute_pod_actions;
+use super::actions::{KillAction, compute_pod_actions, is_sidecar};
 use super::container::{ContainerContext, container_config};
+use super::hooks::pod_ref;
 use super::sandbox::{pod_log_dir, sandbox_config};
 use super::status::{ContainerState, PodRuntimeStatus};
-use super::{RuntimeError, RuntimeManager, volumes};
+use super::{MIN_GRACE, RuntimeError, RuntimeManager, volumes};
+use crate::prober::ProbeResults;
 
 /// Why a container is not running, as its status shows (`state.waiting`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,30 +82,29 @@ struct StartContext<'a> {
 }
 
 impl RuntimeManager {
-    /// One sync of `pod`: reads the runtime's state, plans, and acts.
-    pub async fn sync_pod(&self, pod: &Pod) -> Result<SyncOutcome, RuntimeError> {
+    /// One sync of `pod`: reads the runtime's state, plans (with the probes' verdicts), and
+    /// acts.
+    pub async fn sync_pod(
+        &self,
+        pod: &Pod,
+        probes: &ProbeResults,
+    ) -> Result<SyncOutcome, RuntimeError> {
         let uid = uid(pod);
         let status = self.pod_status(uid).await?;
-        let actions = compute_pod_actions(pod, &status);
+        let actions = compute_pod_actions(pod, &status, probes);
         let mut out = SyncOutcome::default();
         let acted =
             actions.kill_pod || actions.create_sandbox || !actions.containers_to_kill.is_empty();
         if actions.kill_pod {
-            self.kill_pod(uid, Some(pod_grace(pod))).await?;
+            let opts =
+                super::KillOptions { pod: Some(pod), grace: Some(pod_grace(pod)), hooks: true };
+            self.kill_pod(uid, &opts).await?;
             if !actions.create_sandbox {
                 out.status = self.pod_status(uid).await?;
                 return Ok(out);
             }
         } else if !actions.containers_to_kill.is_empty() {
-            for k in &actions.containers_to_kill {
-                tracing::info!(pod = ?pod.metadata.name, container = %k.name, "{}", k.message);
-            }
-            let ids = actions
-                .containers_to_kill
-                .iter()
-                .map(|k| (k.container_id.clone(), pod_grace(pod)))
-                .collect();
-            self.stop_containers(uid, ids).await?;
+            self.kill_containers(pod, &status, &actions.containers_to_kill).await?;
         }
         self.prune_dead_containers(&status).await;
 
@@ -181,12 +182,20 @@ impl RuntimeManager {
         let spec = pod.spec.as_ref();
         let mut started = false;
         let mut creating = creating_permit;
-        if let Some(i) = actions.next_init_container {
-            if let Some(c) = spec.and_then(|s| s.init_containers.as_ref()).and_then(|ic| ic.get(i))
-            {
-                started |= self.start_one(&ctx, c, &mut out).await;
+        let mut initializing = false;
+        for &i in &actions.init_containers_to_start {
+            let Some(c) = spec.and_then(|s| s.init_containers.as_ref()).and_then(|ic| ic.get(i))
+            else {
+                continue;
+            };
+            let ok = self.start_one(&ctx, c, &mut out).await;
+            started |= ok;
+            if !ok && !is_sidecar(c) {
+                initializing = true; // a regular init container failed to start: wait
+                break;
             }
-        } else {
+        }
+        if !initializing {
             for &i in &actions.containers_to_start {
                 if let Some(c) = spec.and_then(|s| s.containers.get(i)) {
                     started |= self.start_one(&ctx, c, &mut out).await;
@@ -196,6 +205,31 @@ impl RuntimeManager {
         drop(creating.take()); // the next pod may start while this one's status is read
         out.status = if acted || started { self.pod_status(uid).await? } else { status };
         Ok(out)
+    }
+
+    /// Stops containers the plan replaces (a changed spec, a failed probe), each with its
+    /// preStop hook and its grace period (a probe's own, or the pod's), at least 2 s.
+    async fn kill_containers(
+        &self,
+        pod: &Pod,
+        status: &PodRuntimeStatus,
+        kills: &[KillAction],
+    ) -> Result<(), RuntimeError> {
+        let spec = pod.spec.as_ref();
+        let find = |name: &str| {
+            spec.into_iter()
+                .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()))
+                .find(|c| c.name == name)
+        };
+        let stops = kills.iter().filter_map(|k| {
+            let info = status.containers.iter().find(|c| c.id == k.container_id)?;
+            tracing::info!(pod = ?pod.metadata.name, container = %k.name, "{}", k.message);
+            self.recorder.normal("Killing", &pod_ref(pod), k.message.clone());
+            let grace = k.grace.unwrap_or_else(|| pod_grace(pod));
+            Some(self.stop_container(Some(pod), find(&k.name), info, grace, true, MIN_GRACE))
+        });
+        futures::future::join_all(stops).await.into_iter().collect::<Result<Vec<()>, _>>()?;
+        Ok(())
     }
 
     /// Starts `c`, recording why not in `out.waiting` when it cannot. True if it started.
@@ -216,7 +250,7 @@ impl RuntimeManager {
         }
     }
 
-    /// Upstream's `startContainer`: backoff, image, config, create, start.
+    /// Upstream's `startContainer`: backoff, image, config, create, start, postStart hook.
     async fn start_container(
         &self,
         ctx: &StartContext<'_>,
@@ -252,8 +286,12 @@ impl RuntimeManager {
             let retry = self.images.retry_after(uid, image);
             (Waiting::new(e.reason(), e.to_string()), retry)
         })?;
-        let mounts = volumes::container_mounts(c, ctx.volumes)
-            .map_err(|e| (Waiting::new("CreateContainerConfigError", e.to_string()), None))?;
+        let config_error = |e: String| (Waiting::new("CreateContainerConfigError", e), None);
+        let mut mounts =
+            volumes::container_mounts(c, ctx.volumes).map_err(|e| config_error(e.to_string()))?;
+        let message_mount = volumes::termination_message_mount(&self.config.root_dir, uid, c)
+            .map_err(|e| config_error(format!("creating the termination message file: {e}")))?;
+        mounts.extend(message_mount);
         let config = container_config(ContainerContext {
             pod,
             container: c,
@@ -264,7 +302,7 @@ impl RuntimeManager {
             mounts,
             memory_capacity: self.config.memory_capacity,
         })
-        .map_err(|e| (Waiting::new("CreateContainerConfigError", e.to_string()), None))?;
+        .map_err(|e| config_error(e.to_string()))?;
         let create = cri::CreateContainerRequest {
             pod_sandbox_id: ctx.sandbox_id.to_string(),
             config: Some(config),
@@ -280,9 +318,24 @@ impl RuntimeManager {
             self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next(&key, at);
         }
         self.cri
-            .start_container(cri::StartContainerRequest { container_id: id })
+            .start_container(cri::StartContainerRequest { container_id: id.clone() })
             .await
             .map_err(|e| (Waiting::new("RunContainerError", e.message().to_string()), None))?;
+        if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref())
+            && let Err(message) = self.run_hook(pod, c, &id, hook, ctx.pod_ip, None).await
+        {
+            tracing::warn!(pod = %pod_ref, container = %c.name, "{message}");
+            // The message may hold the command's output: it stays out of events.
+            self.recorder.warning(
+                "FailedPostStartHook",
+                &super::hooks::pod_ref(pod),
+                "PostStartHook failed",
+            );
+            if let Err(e) = self.cri.stop_container(&id, pod_grace(pod).max(MIN_GRACE)).await {
+                tracing::warn!(pod = %pod_ref, container = %c.name, error = %e, "killing the container after its postStart hook failed");
+            }
+            return Err((Waiting::new("PostStartHookError", message), None));
+        }
         Ok(())
     }
 }

@@ -13,6 +13,36 @@ pub fn pod_dir(root_dir: &Path, uid: &str) -> PathBuf {
     root_dir.join("pods").join(uid)
 }
 
+/// `<root>/pods/<uid>/volumes`: what a finished pod releases.
+pub fn pod_volumes_dir(root_dir: &Path, uid: &str) -> PathBuf {
+    pod_dir(root_dir, uid).join("volumes")
+}
+
+/// Creates the file a container writes its termination message to and returns the mount that
+/// puts it at `terminationMessagePath` (upstream: `<pod dir>/containers/<name>/<random>`,
+/// mode 0666 so any user in the container can write it). `None` when the container asks for
+/// no message path.
+pub fn termination_message_mount(
+    root_dir: &Path,
+    uid: &str,
+    c: &Container,
+) -> std::io::Result<Option<cri::Mount>> {
+    let Some(path) = c.termination_message_path.as_deref().filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let dir = pod_dir(root_dir, uid).join("containers").join(&c.name);
+    std::fs::create_dir_all(&dir)?;
+    let suffix: u32 = rand::random();
+    let file = dir.join(format!("{suffix:08x}"));
+    std::fs::File::create(&file)?;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666))?;
+    Ok(Some(cri::Mount {
+        container_path: path.to_string(),
+        host_path: file.display().to_string(),
+        ..Default::default()
+    }))
+}
+
 /// Why a volume cannot be set up (upstream reports these as `CreateContainerConfigError` or
 /// `FailedMount`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,6 +17,8 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::prober::ProbeResults;
+use crate::runtime::actions::is_sidecar;
 use crate::runtime::status::{ContainerInfo, ContainerState, PodRuntimeStatus};
 use crate::runtime::sync::Waiting;
 
@@ -48,7 +50,7 @@ fn waiting(reason: &str, message: Option<String>) -> ApiState {
 }
 
 /// One container's status from its instances in the runtime (newest first) and this sync's
-/// verdict on it.
+/// verdict on it; `ready` and `started` are filled by [`probe_view`].
 fn container_status(
     c: &Container,
     instances: &[&ContainerInfo],
@@ -82,19 +84,38 @@ fn container_status(
         ),
         _ => (waiting(default_waiting, None), older.map(last_terminated)),
     };
-    let running = state.running.is_some();
     ContainerStatus {
         name: c.name.clone(),
         state: Some(state),
         last_state: Some(last_state.unwrap_or_default()),
-        ready: running,
-        started: Some(running),
+        ready: false,
+        started: Some(false),
         restart_count: latest.map_or(0, |l| i32::try_from(l.restart_count).unwrap_or(i32::MAX)),
         image: c.image.clone().unwrap_or_default(),
         image_id: latest.map(|l| l.image_ref.clone()).unwrap_or_default(),
         container_id: latest.map(|l| format!("{runtime}://{}", l.id)),
         ..Default::default()
     }
+}
+
+/// Upstream's prober `UpdatePodStatus`: `started` (running, and its startup probe succeeded
+/// if it has one) and `ready` (started, and its readiness probe succeeded if it has one; a
+/// regular init container is ready once it succeeded).
+fn probe_view(s: &mut ContainerStatus, c: &Container, regular_init: bool, probes: &ProbeResults) {
+    let running = s.state.as_ref().is_some_and(|st| st.running.is_some());
+    let id = s.container_id.as_deref().map(crate::prober::worker::runtime_id).unwrap_or_default();
+    if regular_init {
+        s.started = Some(running);
+        s.ready = s
+            .state
+            .as_ref()
+            .and_then(|st| st.terminated.as_ref())
+            .is_some_and(|t| t.exit_code == 0);
+        return;
+    }
+    let started = running && probes.started(c, id);
+    s.started = Some(started);
+    s.ready = started && probes.ready(c, id);
 }
 
 fn is_terminated_ok(s: &ContainerStatus) -> bool {
@@ -105,12 +126,34 @@ fn has_terminated_last(s: &ContainerStatus) -> Option<i32> {
     s.last_state.as_ref().and_then(|l| l.terminated.as_ref()).map(|t| t.exit_code)
 }
 
-/// Upstream's `getPhase`.
-pub fn phase(pod: &Pod, init: &[ContainerStatus], app: &[ContainerStatus]) -> &'static str {
+fn state_of(s: &ContainerStatus) -> ApiState {
+    s.state.clone().unwrap_or_default()
+}
+
+/// Upstream's `getPhase` (1.29+, sidecars counted apart from regular init containers).
+pub fn phase(
+    pod: &Pod,
+    init: &[(ContainerStatus, bool)],
+    app: &[ContainerStatus],
+    initialized_before: bool,
+) -> &'static str {
     let policy = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always");
-    let (mut pending_init, mut failed_init) = (0, 0);
-    for s in init {
-        let st = s.state.clone().unwrap_or_default();
+    let (mut pending_init, mut pending_sidecars, mut failed_init) = (0, 0, 0);
+    let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
+    for (s, sidecar) in init {
+        let st = state_of(s);
+        if *sidecar {
+            if st.running.is_some() {
+                if s.started != Some(true) {
+                    pending_sidecars += 1;
+                }
+                running += 1;
+            } else if st.terminated.is_none() && has_terminated_last(s).is_none() {
+                pending_sidecars += 1;
+                waiting += 1;
+            }
+            continue;
+        }
         if st.running.is_some() {
             pending_init += 1;
         } else if let Some(t) = st.terminated {
@@ -125,9 +168,8 @@ pub fn phase(pod: &Pod, init: &[ContainerStatus], app: &[ContainerStatus]) -> &'
             }
         }
     }
-    let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
     for s in app {
-        let st = s.state.clone().unwrap_or_default();
+        let st = state_of(s);
         if st.running.is_some() {
             running += 1;
         } else if let Some(t) = st.terminated {
@@ -144,7 +186,7 @@ pub fn phase(pod: &Pod, init: &[ContainerStatus], app: &[ContainerStatus]) -> &'
     if failed_init > 0 && policy == "Never" {
         return "Failed";
     }
-    if pending_init > 0 || waiting > 0 {
+    if pending_init > 0 || (pending_sidecars > 0 && !initialized_before) || waiting > 0 {
         return "Pending";
     }
     if running > 0 {
@@ -161,6 +203,19 @@ pub fn phase(pod: &Pod, init: &[ContainerStatus], app: &[ContainerStatus]) -> &'
     "Pending"
 }
 
+/// Whether a status is final: the pod will never run again.
+pub fn is_terminal(status: &PodStatus) -> bool {
+    matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"))
+}
+
+/// Why the kubelet itself failed a pod (`status.reason`/`message`), e.g. its
+/// `activeDeadlineSeconds` passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodFailure {
+    pub reason: String,
+    pub message: String,
+}
+
 /// Everything status generation reads besides the pod and runtime state.
 #[derive(Debug, Clone)]
 pub struct NodeView<'a> {
@@ -168,83 +223,140 @@ pub struct NodeView<'a> {
     pub host_ip: Option<&'a str>,
 }
 
-/// The API status of `pod` given its runtime state and the last sync's container verdicts.
-pub fn generate(
-    pod: &Pod,
-    rt: &PodRuntimeStatus,
-    verdicts: &BTreeMap<String, Waiting>,
-    node: &NodeView<'_>,
-) -> PodStatus {
+/// What one sync produced, as status generation reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncView<'a> {
+    pub runtime: &'a PodRuntimeStatus,
+    pub waiting: &'a BTreeMap<String, Waiting>,
+    pub probes: &'a ProbeResults,
+    pub failure: Option<&'a PodFailure>,
+}
+
+/// Go's `%s` of a string slice: `[a b]`.
+fn go_list(names: &[&str]) -> String {
+    format!("[{}]", names.join(" "))
+}
+
+fn condition(type_: &str, ok: bool, reason: Option<&str>, message: Option<String>) -> PodCondition {
+    PodCondition {
+        type_: type_.to_string(),
+        status: if ok { "True" } else { "False" }.to_string(),
+        reason: reason.map(str::to_string),
+        message,
+        ..Default::default()
+    }
+}
+
+/// The API status of `pod` given what its last sync found.
+pub fn generate(pod: &Pod, sync: SyncView<'_>, node: &NodeView<'_>) -> PodStatus {
     let spec = pod.spec.clone().unwrap_or_default();
+    let rt = sync.runtime;
     let by_name = |name: &str| rt.containers.iter().filter(|c| c.name == name).collect::<Vec<_>>();
     let init_specs = spec.init_containers.clone().unwrap_or_default();
-    let init: Vec<ContainerStatus> = init_specs
+    let init: Vec<(ContainerStatus, bool)> = init_specs
         .iter()
         .map(|c| {
-            container_status(
+            let mut s = container_status(
                 c,
                 &by_name(&c.name),
-                verdicts.get(&c.name),
+                sync.waiting.get(&c.name),
                 "PodInitializing",
                 node.runtime_name,
-            )
+            );
+            probe_view(&mut s, c, !is_sidecar(c), sync.probes);
+            (s, is_sidecar(c))
         })
         .collect();
-    let init_done = init.iter().all(is_terminated_ok);
-    let app_default = if init_done { "ContainerCreating" } else { "PodInitializing" };
+    let incomplete: Vec<&str> = init
+        .iter()
+        .filter(
+            |(s, sidecar)| {
+                if *sidecar { s.started != Some(true) } else { !is_terminated_ok(s) }
+            },
+        )
+        .map(|(s, _)| s.name.as_str())
+        .collect();
+    let app_default = if incomplete.is_empty() { "ContainerCreating" } else { "PodInitializing" };
     let app: Vec<ContainerStatus> = spec
         .containers
         .iter()
         .map(|c| {
-            container_status(
+            let mut s = container_status(
                 c,
                 &by_name(&c.name),
-                verdicts.get(&c.name),
+                sync.waiting.get(&c.name),
                 app_default,
                 node.runtime_name,
-            )
+            );
+            probe_view(&mut s, c, false, sync.probes);
+            s
         })
         .collect();
-    let phase = phase(pod, &init, &app);
-    let terminal = phase == "Succeeded" || phase == "Failed";
-    let unready: Vec<&str> = app.iter().filter(|s| !s.ready).map(|s| s.name.as_str()).collect();
-    let cond =
-        |type_: &str, ok: bool, reason: Option<&str>, message: Option<String>| PodCondition {
-            type_: type_.to_string(),
-            status: if ok { "True" } else { "False" }.to_string(),
-            reason: if ok { None } else { reason.map(str::to_string) },
-            message: if ok { None } else { message },
-            ..Default::default()
-        };
-    let not_ready_reason = if terminal { "PodCompleted" } else { "ContainersNotReady" };
-    let not_ready_msg =
-        (!terminal).then(|| format!("containers with unready status: [{}]", unready.join(" ")));
+    // An app container that ran means initialization finished once.
+    let initialized_before = app.iter().any(|s| {
+        let st = state_of(s);
+        st.running.is_some() || st.terminated.is_some() || has_terminated_last(s).is_some()
+    });
+    let phase = match sync.failure {
+        Some(_) => "Failed",
+        None => phase(pod, &init, &app, initialized_before),
+    };
+    let initialized = incomplete.is_empty() || initialized_before || phase == "Succeeded";
+    let unready: Vec<&str> = init
+        .iter()
+        .filter(|(_, sidecar)| *sidecar)
+        .map(|(s, _)| s)
+        .chain(app.iter())
+        .filter(|s| !s.ready)
+        .map(|s| s.name.as_str())
+        .collect();
+    let containers_ready = match phase {
+        "Succeeded" => condition("ContainersReady", false, Some("PodCompleted"), None),
+        "Failed" => condition("ContainersReady", false, Some("PodFailed"), None),
+        _ if !unready.is_empty() => condition(
+            "ContainersReady",
+            false,
+            Some("ContainersNotReady"),
+            Some(format!("containers with unready status: {}", go_list(&unready))),
+        ),
+        _ => condition("ContainersReady", true, None, None),
+    };
+    let ready = if containers_ready.status != "True" {
+        PodCondition { type_: "Ready".into(), ..containers_ready.clone() }
+    } else {
+        match readiness_gates(pod) {
+            Some(message) => {
+                condition("Ready", false, Some("ReadinessGatesNotReady"), Some(message))
+            }
+            None => condition("Ready", true, None, None),
+        }
+    };
     let ip = rt.ip().map(str::to_string);
     let sandbox_ready = rt.sandboxes.iter().any(|s| s.ready);
-    let conditions = vec![
-        cond("PodReadyToStartContainers", sandbox_ready, None, None),
-        cond(
+    let initialized_condition = if phase == "Succeeded" {
+        condition("Initialized", true, Some("PodCompleted"), None)
+    } else if initialized {
+        condition("Initialized", true, None, None)
+    } else {
+        condition(
             "Initialized",
-            init_done || terminal,
+            false,
             Some("ContainersNotInitialized"),
-            Some("containers with incomplete status: [init]".into()).filter(|_| !init_done),
-        ),
-        cond(
-            "Ready",
-            unready.is_empty() && !terminal,
-            Some(not_ready_reason),
-            not_ready_msg.clone(),
-        ),
-        cond(
-            "ContainersReady",
-            unready.is_empty() && !terminal,
-            Some(not_ready_reason),
-            not_ready_msg,
-        ),
-        cond("PodScheduled", true, None, None),
+            Some(format!("containers with incomplete status: {}", go_list(&incomplete))),
+        )
+    };
+    let conditions = vec![
+        condition("PodReadyToStartContainers", sandbox_ready, None, None),
+        initialized_condition,
+        ready,
+        containers_ready,
+        condition("PodScheduled", true, None, None),
     ];
+    let init: Vec<ContainerStatus> = init.into_iter().map(|(s, _)| s).collect();
     PodStatus {
         phase: Some(phase.to_string()),
+        reason: sync.failure.map(|f| f.reason.clone()),
+        message: sync.failure.map(|f| f.message.clone()),
         conditions: Some(conditions),
         host_ip: node.host_ip.map(str::to_string),
         host_ips: node.host_ip.map(|ip| vec![HostIP { ip: ip.to_string() }]),
@@ -257,198 +369,30 @@ pub fn generate(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::collections::HashMap;
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    use super::*;
-    use crate::runtime::status::SandboxInfo;
-
-    fn pod(policy: &str, init: &[&str], app: &[&str]) -> Pod {
-        let c = |n: &&str| serde_json::json!({"name": n, "image": "busybox:1.35"});
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p", "namespace": "default", "uid": "u"},
-            "spec": {"restartPolicy": policy, "initContainers": init.iter().map(c).collect::<Vec<_>>(), "containers": app.iter().map(c).collect::<Vec<_>>()},
-        }))
-        .unwrap()
-    }
-
-    fn info(
-        name: &str,
-        state: ContainerState,
-        exit: i32,
-        restarts: u32,
-        created: i64,
-    ) -> ContainerInfo {
-        ContainerInfo {
-            id: format!("{name}-{created}"),
-            name: name.into(),
-            state,
-            hash: String::new(),
-            restart_count: restarts,
-            created_at: created,
-            started_at: created + 1,
-            finished_at: if state == ContainerState::Exited { created + 2 } else { 0 },
-            exit_code: exit,
-            reason: if exit == 0 { "Completed".into() } else { "Error".into() },
-            message: String::new(),
-            image: String::new(),
-            image_ref: "docker.io/library/busybox@sha256:x".into(),
-            image_id: String::new(),
-            grace_seconds: None,
-        }
-    }
-
-    fn rt(containers: Vec<ContainerInfo>) -> PodRuntimeStatus {
-        let sb = SandboxInfo {
-            id: "sb".into(),
-            name: "p".into(),
-            namespace: "default".into(),
-            attempt: 0,
-            ready: true,
-            ip: Some("10.0.0.9".into()),
-            created_at: 0,
-            host_network: false,
-        };
-        let mut s = PodRuntimeStatus { uid: "u".into(), sandboxes: vec![sb], containers };
-        s.sort();
-        s
-    }
-
-    const NODE: NodeView<'static> =
-        NodeView { runtime_name: "containerd", host_ip: Some("192.0.2.2") };
-
-    #[test]
-    fn a_running_pod_is_running_and_ready() {
-        let s = generate(
-            &pod("Always", &[], &["a"]),
-            &rt(vec![info("a", ContainerState::Running, 0, 0, 10)]),
-            &BTreeMap::new(),
-            &NODE,
-        );
-        assert_eq!(s.phase.as_deref(), Some("Running"));
-        assert_eq!(
-            (s.pod_ip.as_deref(), s.host_ip.as_deref()),
-            (Some("10.0.0.9"), Some("192.0.2.2"))
-        );
-        let cs = &s.container_statuses.unwrap()[0];
-        assert!(cs.ready && cs.state.as_ref().unwrap().running.is_some());
-        assert_eq!(cs.container_id.as_deref(), Some("containerd://a-10"));
-        let ready = s.conditions.unwrap().into_iter().find(|c| c.type_ == "Ready").unwrap();
-        assert_eq!(ready.status, "True");
-        assert_eq!(s.qos_class.as_deref(), Some("BestEffort"));
-    }
-
-    #[test]
-    fn a_crash_looping_container_waits_with_its_last_exit_and_restart_count() {
-        let verdicts = BTreeMap::from([(
-            "a".to_string(),
-            Waiting { reason: "CrashLoopBackOff".into(), message: "back-off 10s".into() },
-        )]);
-        let s = generate(
-            &pod("Always", &[], &["a"]),
-            &rt(vec![info("a", ContainerState::Exited, 1, 3, 10)]),
-            &verdicts,
-            &NODE,
-        );
-        assert_eq!(s.phase.as_deref(), Some("Running"));
-        let cs = &s.container_statuses.unwrap()[0];
-        assert_eq!(
-            cs.state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(),
-            Some("CrashLoopBackOff")
-        );
-        assert_eq!(cs.last_state.as_ref().unwrap().terminated.as_ref().unwrap().exit_code, 1);
-        assert_eq!(cs.restart_count, 3);
-        assert!(!cs.ready);
-    }
-
-    #[test]
-    fn restarted_containers_show_the_previous_run_as_last_state() {
-        let s = generate(
-            &pod("Always", &[], &["a"]),
-            &rt(vec![
-                info("a", ContainerState::Exited, 1, 0, 10),
-                info("a", ContainerState::Running, 0, 1, 20),
-            ]),
-            &BTreeMap::new(),
-            &NODE,
-        );
-        let cs = &s.container_statuses.unwrap()[0];
-        assert!(cs.state.as_ref().unwrap().running.is_some());
-        assert_eq!(cs.restart_count, 1);
-        assert_eq!(cs.last_state.as_ref().unwrap().terminated.as_ref().unwrap().exit_code, 1);
-    }
-
-    #[test]
-    fn phases_follow_restart_policy() {
-        let exited = |code| rt(vec![info("a", ContainerState::Exited, code, 0, 10)]);
-        let phase_of = |policy: &str, code| {
-            generate(&pod(policy, &[], &["a"]), &exited(code), &BTreeMap::new(), &NODE)
-                .phase
-                .unwrap()
-        };
-        assert_eq!(phase_of("Never", 0), "Succeeded");
-        assert_eq!(phase_of("Never", 1), "Failed");
-        assert_eq!(phase_of("OnFailure", 0), "Succeeded");
-        assert_eq!(phase_of("Always", 0), "Running");
-        let new = generate(&pod("Always", &[], &["a"]), &rt(vec![]), &BTreeMap::new(), &NODE);
-        assert_eq!(new.phase.as_deref(), Some("Pending"));
-        let w = &new.container_statuses.unwrap()[0];
-        assert_eq!(
-            w.state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(),
-            Some("ContainerCreating")
-        );
-    }
-
-    #[test]
-    fn init_containers_keep_the_pod_pending_and_app_containers_initializing() {
-        let s = generate(
-            &pod("Always", &["i"], &["a"]),
-            &rt(vec![info("i", ContainerState::Running, 0, 0, 10)]),
-            &BTreeMap::new(),
-            &NODE,
-        );
-        assert_eq!(s.phase.as_deref(), Some("Pending"));
-        let app = &s.container_statuses.unwrap()[0];
-        assert_eq!(
-            app.state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(),
-            Some("PodInitializing")
-        );
-        let s = generate(
-            &pod("Never", &["i"], &["a"]),
-            &rt(vec![info("i", ContainerState::Exited, 1, 0, 10)]),
-            &BTreeMap::new(),
-            &NODE,
-        );
-        assert_eq!(s.phase.as_deref(), Some("Failed"));
-    }
-
-    #[test]
-    fn the_manager_keeps_start_time_and_unchanged_transition_times() {
-        let m = StatusManager::default();
-        let p = Arc::new(pod("Always", &[], &["a"]));
-        m.set_pod(p.clone());
-        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
-        let t1 = t0 + Duration::from_secs(5);
-        m.set_status("u", generate(&p, &rt(vec![]), &BTreeMap::new(), &NODE), t0);
-        m.set_status(
-            "u",
-            generate(
-                &p,
-                &rt(vec![info("a", ContainerState::Running, 0, 0, 10)]),
-                &BTreeMap::new(),
-                &NODE,
-            ),
-            t1,
-        );
-        let s = m.status("u").unwrap();
-        assert_eq!(s.start_time, Some(now_time(t0)));
-        let conds: HashMap<_, _> =
-            s.conditions.unwrap().into_iter().map(|c| (c.type_.clone(), c)).collect();
-        assert_eq!(conds["PodScheduled"].last_transition_time, Some(now_time(t0)));
-        assert_eq!(conds["Ready"].last_transition_time, Some(now_time(t1)));
-        assert_eq!(m.pods().len(), 1);
-    }
+/// Upstream's readiness-gate check against the conditions other components set on the pod
+/// (the API copy): `None` when every gate's condition is `True`.
+fn readiness_gates(pod: &Pod) -> Option<String> {
+    let gates = pod.spec.as_ref()?.readiness_gates.as_ref()?;
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let messages: Vec<String> = gates
+        .iter()
+        .filter_map(|g| {
+            let found = conditions.into_iter().flatten().find(|c| c.type_ == g.condition_type);
+            match found {
+                None => Some(format!(
+                    "corresponding condition of pod readiness gate {:?} does not exist.",
+                    g.condition_type
+                )),
+                Some(c) if c.status != "True" => Some(format!(
+                    "the status of pod readiness gate {:?} is not \"True\", but {}",
+                    g.condition_type, c.status
+                )),
+                Some(_) => None,
+            }
+        })
+        .collect();
+    (!messages.is_empty()).then(|| messages.join(", "))
 }
+
+#[cfg(test)]
+mod tests;
