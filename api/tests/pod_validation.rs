@@ -241,3 +241,48 @@ fn several_errors_aggregate_like_the_status_message() {
     assert_eq!(errs.0[0].kind.cause_reason(), "FieldValueRequired");
     assert_eq!(errs.0[0].message(), "Required value");
 }
+
+#[test]
+fn lifecycle_hooks_need_one_handler_the_kubelet_runs() {
+    assert_rejects(
+        json!({"containers": [web(json!({"lifecycle": {
+            "postStart": {"exec": {"command": ["true"]}},
+            "preStop": {"sleep": {"seconds": 5}},
+        }}))]}),
+        &[],
+    );
+    assert_rejects(
+        json!({"containers": [web(json!({"lifecycle": {"postStart": {}}}))]}),
+        &["spec.containers[0].lifecycle.postStart: Required value: must specify a handler type"],
+    );
+    assert_rejects(
+        json!({"containers": [web(json!({"lifecycle": {"preStop": {"tcpSocket": {"port": 80}}}}))]}),
+        &[
+            "spec.containers[0].lifecycle.preStop.tcpSocket: Forbidden: tcpSocket is not supported as a lifecycle handler: use exec, httpGet or sleep",
+        ],
+    );
+    assert_rejects(
+        json!({"terminationGracePeriodSeconds": 10,
+               "containers": [web(json!({"lifecycle": {"preStop": {"sleep": {"seconds": 11}}}}))]}),
+        &[
+            "spec.containers[0].lifecycle.preStop.sleep.seconds: Invalid value: 11: must be non-negative and less than terminationGracePeriodSeconds (10)",
+        ],
+    );
+    assert_rejects(
+        json!({"containers": [web(json!({"lifecycle": {"postStart": {
+            "exec": {"command": ["true"]}, "httpGet": {"port": 80}}}}))]}),
+        &[
+            "spec.containers[0].lifecycle.postStart.httpGet: Forbidden: may not specify more than 1 handler type",
+        ],
+    );
+}
+
+#[test]
+fn sidecar_probes_are_validated_like_app_container_probes() {
+    assert_rejects(
+        json!({"initContainers": [{"name": "side", "image": "x:1", "restartPolicy": "Always",
+                 "livenessProbe": {"exec": {"command": []}}}],
+               "containers": [web(json!({}))]}),
+        &["spec.initContainers[0].livenessProbe.exec.command: Required value"],
+    );
+}

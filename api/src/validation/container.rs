@@ -13,6 +13,7 @@ use crate::quantity::Quantity;
 pub(super) fn validate_containers(
     containers: &[Container],
     volumes: &HashSet<String>,
+    grace: Option<i64>,
     path: &Path,
     errs: &mut ErrorList,
 ) {
@@ -24,6 +25,7 @@ pub(super) fn validate_containers(
     for (i, c) in containers.iter().enumerate() {
         let p = path.index(i);
         validate_container_common(c, volumes, &p, errs);
+        validate_lifecycle(c, grace, &p, errs);
         if !seen.insert(c.name.as_str()) {
             errs.push(FieldError::duplicate(&p.child("name"), &c.name));
         }
@@ -69,6 +71,7 @@ pub(super) fn validate_init_containers(
     init: &[Container],
     containers: &[Container],
     volumes: &HashSet<String>,
+    grace: Option<i64>,
     path: &Path,
     errs: &mut ErrorList,
 ) {
@@ -100,6 +103,83 @@ pub(super) fn validate_init_containers(
                 errs.push(FieldError::forbidden(
                     &p.child(field),
                     "may not be set for init containers without restartPolicy=Always",
+                ));
+            }
+        }
+        if sidecar {
+            for (field, probe) in [
+                ("livenessProbe", &c.liveness_probe),
+                ("readinessProbe", &c.readiness_probe),
+                ("startupProbe", &c.startup_probe),
+            ] {
+                if let Some(probe) = probe {
+                    validate_probe(probe, field != "readinessProbe", &p.child(field), errs);
+                }
+            }
+            validate_lifecycle(c, grace, &p, errs);
+        }
+    }
+}
+
+/// `lifecycle.postStart` and `preStop`: one handler each, of the kinds the kubelet runs
+/// (`exec`, `httpGet`, `sleep`). Upstream also accepts `tcpSocket` there and then fails the
+/// hook at run time; we refuse it up front.
+fn validate_lifecycle(c: &Container, grace: Option<i64>, path: &Path, errs: &mut ErrorList) {
+    let Some(lifecycle) = &c.lifecycle else { return };
+    let path = path.child("lifecycle");
+    for (field, handler) in [("postStart", &lifecycle.post_start), ("preStop", &lifecycle.pre_stop)]
+    {
+        let Some(h) = handler else { continue };
+        let p = path.child(field);
+        let set: Vec<&str> = [
+            ("exec", h.exec.is_some()),
+            ("httpGet", h.http_get.is_some()),
+            ("tcpSocket", h.tcp_socket.is_some()),
+            ("sleep", h.sleep.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(n, s)| s.then_some(n))
+        .collect();
+        match set.as_slice() {
+            [] => errs.push(FieldError::required(&p, "must specify a handler type")),
+            [_, rest @ ..] => {
+                for extra in rest {
+                    errs.push(FieldError::forbidden(
+                        &p.child(extra),
+                        "may not specify more than 1 handler type",
+                    ));
+                }
+            }
+        }
+        if h.tcp_socket.is_some() {
+            errs.push(FieldError::forbidden(
+                &p.child("tcpSocket"),
+                "tcpSocket is not supported as a lifecycle handler: use exec, httpGet or sleep",
+            ));
+        }
+        if let Some(e) = &h.exec
+            && e.command.as_ref().is_none_or(|c| c.is_empty())
+        {
+            errs.push(FieldError::required(&p.child("exec").child("command"), ""));
+        }
+        if let Some(scheme) = h.http_get.as_ref().and_then(|g| g.scheme.as_deref())
+            && !["HTTP", "HTTPS"].contains(&scheme)
+        {
+            errs.push(FieldError::not_supported(
+                &p.child("httpGet").child("scheme"),
+                scheme,
+                &["HTTP", "HTTPS"],
+            ));
+        }
+        if let Some(sleep) = &h.sleep {
+            let max = grace.unwrap_or(crate::defaults::DEFAULT_TERMINATION_GRACE_PERIOD);
+            if sleep.seconds < 0 || sleep.seconds > max {
+                errs.push(FieldError::invalid(
+                    &p.child("sleep").child("seconds"),
+                    sleep.seconds,
+                    format!(
+                        "must be non-negative and less than terminationGracePeriodSeconds ({max})"
+                    ),
                 ));
             }
         }
@@ -144,6 +224,11 @@ fn validate_probe(probe: &Probe, success_must_be_one: bool, path: &Path, errs: &
     }
     if success_must_be_one && let Some(v) = probe.success_threshold.filter(|v| *v != 1) {
         errs.push(FieldError::invalid(&path.child("successThreshold"), v, "must be 1"));
+    }
+    if let Some(e) = &probe.exec
+        && e.command.as_ref().is_none_or(|c| c.is_empty())
+    {
+        errs.push(FieldError::required(&path.child("exec").child("command"), ""));
     }
     if let Some(scheme) = probe.http_get.as_ref().and_then(|h| h.scheme.as_deref())
         && !["HTTP", "HTTPS"].contains(&scheme)

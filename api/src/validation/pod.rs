@@ -118,12 +118,14 @@ fn validate_pod_spec(spec: &PodSpec, path: &Path) -> ErrorList {
         &path.child("volumes"),
         &mut errs,
     );
-    validate_containers(&spec.containers, &volumes, &path.child("containers"), &mut errs);
+    let grace = spec.termination_grace_period_seconds;
+    validate_containers(&spec.containers, &volumes, grace, &path.child("containers"), &mut errs);
     let init = spec.init_containers.as_deref().unwrap_or_default();
     validate_init_containers(
         init,
         &spec.containers,
         &volumes,
+        grace,
         &path.child("initContainers"),
         &mut errs,
     );

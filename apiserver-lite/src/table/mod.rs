@@ -147,6 +147,91 @@ mod tests {
         assert_eq!(printers::pod_restarts(&crash, jiff::Timestamp::now()), "3");
     }
 
+    /// Upstream's STATUS strings for the pod states the kubelet reports.
+    #[test]
+    fn pod_status_reads_like_kubectl_in_each_state() {
+        let waiting = |r: &str| json!({"waiting": {"reason": r}});
+        let running = json!({"running": {}});
+        let done = |code: i64, r: &str| json!({"terminated": {"exitCode": code, "reason": r}});
+        let status = |init: Value, app: Value, extra: Value| {
+            let mut p = json!({
+                "metadata": {"name": "p"},
+                "spec": {"initContainers": [{"name": "i0"}, {"name": "i1"}], "containers": [{"name": "a"}, {"name": "b"}]},
+                "status": {"phase": "Pending", "initContainerStatuses": init, "containerStatuses": app},
+            });
+            if let (Some(o), Some(e)) = (p.as_object_mut(), extra.as_object()) {
+                for (k, v) in e {
+                    o.insert(k.clone(), v.clone());
+                }
+            }
+            printers::PodSummary::of(&p)
+        };
+        let ic =
+            |name: &str, state: Value| json!({"name": name, "state": state, "restartCount": 0});
+        let c = |name: &str, state: Value, ready: bool| json!({"name": name, "state": state, "ready": ready, "restartCount": 0});
+        let app_waiting = json!([
+            c("a", waiting("PodInitializing"), false),
+            c("b", waiting("PodInitializing"), false)
+        ]);
+        let s = status(
+            json!([ic("i0", done(0, "Completed")), ic("i1", running.clone())]),
+            app_waiting.clone(),
+            json!({}),
+        );
+        assert_eq!(s.status, "Init:1/2");
+        let s = status(
+            json!([ic("i0", waiting("CrashLoopBackOff")), ic("i1", waiting("PodInitializing"))]),
+            app_waiting.clone(),
+            json!({}),
+        );
+        assert_eq!(s.status, "Init:CrashLoopBackOff");
+        let s = status(json!([ic("i0", done(1, "Error"))]), app_waiting.clone(), json!({}));
+        assert_eq!(s.status, "Init:Error");
+        let inited = json!([ic("i0", done(0, "Completed")), ic("i1", done(0, "Completed"))]);
+        let s = status(inited.clone(), app_waiting.clone(), json!({}));
+        assert_eq!(s.status, "PodInitializing");
+        let s = status(
+            inited.clone(),
+            json!([c("a", done(0, "Completed"), false), c("b", running.clone(), true)]),
+            json!({"status": {"phase": "Running", "initContainerStatuses": inited.clone(), "containerStatuses": [c("a", done(0, "Completed"), false), c("b", running.clone(), true)], "conditions": [{"type": "Ready", "status": "False"}]}}),
+        );
+        assert_eq!(s.status, "NotReady");
+        let both_done =
+            json!([c("a", done(0, "Completed"), false), c("b", done(0, "Completed"), false)]);
+        let s = status(
+            inited.clone(),
+            both_done.clone(),
+            json!({"status": {"phase": "Succeeded", "initContainerStatuses": inited.clone(), "containerStatuses": both_done}}),
+        );
+        assert_eq!(s.status, "Completed");
+        let s = status(
+            inited.clone(),
+            json!([c("a", running.clone(), true), c("b", running.clone(), true)]),
+            json!({"metadata": {"name": "p", "deletionTimestamp": "2020-01-01T00:00:00Z"}}),
+        );
+        assert_eq!(s.status, "Terminating");
+    }
+
+    #[test]
+    fn sidecars_count_in_ready_and_do_not_hold_initialization() {
+        let p = json!({
+            "metadata": {"name": "p"},
+            "spec": {"initContainers": [{"name": "side", "restartPolicy": "Always"}], "containers": [{"name": "a"}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Initialized", "status": "True"}, {"type": "Ready", "status": "True"}],
+                "initContainerStatuses": [{"name": "side", "started": true, "ready": true, "restartCount": 2, "state": {"running": {}}}],
+                "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0, "state": {"running": {}}}]},
+        });
+        let s = printers::PodSummary::of(&p);
+        assert_eq!((s.ready, s.total, s.status.as_str(), s.restart_count), (2, 2, "Running", 2));
+        let mut starting = p.clone();
+        starting["status"]["initContainerStatuses"][0]["started"] = json!(false);
+        starting["status"]["conditions"] = json!([]);
+        starting["status"]["containerStatuses"][0]["state"] =
+            json!({"waiting": {"reason": "PodInitializing"}});
+        assert_eq!(printers::PodSummary::of(&starting).status, "Init:0/1");
+    }
+
     #[test]
     fn default_columns_are_kubectls_for_each_kind() {
         let headers = |group: &str, name: &str| -> Vec<String> {

@@ -85,21 +85,36 @@ fn none_if_empty(v: String) -> Value {
 }
 
 fn pod(o: &Value, now: jiff::Timestamp) -> Row {
-    let total = o["spec"]["containers"].as_array().map_or(0, Vec::len);
-    let ready = o["status"]["containerStatuses"]
-        .as_array()
-        .map_or(0, |c| c.iter().filter(|c| c["ready"] == true).count());
+    let summary = PodSummary::of(o);
     vec![
         name(o),
-        (col("Ready", "string", 0), json!(format!("{ready}/{total}"))),
-        (col("Status", "string", 0), json!(pod_status(o))),
-        (col("Restarts", "string", 0), json!(pod_restarts(o, now))),
+        (col("Ready", "string", 0), json!(format!("{}/{}", summary.ready, summary.total))),
+        (col("Status", "string", 0), json!(summary.status)),
+        (col("Restarts", "string", 0), json!(summary.restarts(now))),
         age_of(o, now),
         (col("IP", "string", 1), none_if_empty(s(&o["status"]["podIP"]))),
         (col("Node", "string", 1), none_if_empty(s(&o["spec"]["nodeName"]))),
         (col("Nominated Node", "string", 1), none_if_empty(s(&o["status"]["nominatedNodeName"]))),
-        (col("Readiness Gates", "string", 1), json!("<none>")),
+        (col("Readiness Gates", "string", 1), json!(readiness_gates(o))),
     ]
+}
+
+/// The wide column: how many readiness gates' conditions are `True`, of how many.
+fn readiness_gates(o: &Value) -> String {
+    let Some(gates) = o["spec"]["readinessGates"].as_array().filter(|g| !g.is_empty()) else {
+        return "<none>".into();
+    };
+    let conditions = o["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let true_ = gates
+        .iter()
+        .filter(|g| {
+            conditions
+                .iter()
+                .find(|c| c["type"] == g["conditionType"])
+                .is_some_and(|c| c["status"] == "True")
+        })
+        .count();
+    format!("{true_}/{}", gates.len())
 }
 
 fn node(o: &Value, now: jiff::Timestamp) -> Row {
@@ -290,72 +305,147 @@ fn or_none(v: String) -> String {
     if v.is_empty() { "<none>".into() } else { v }
 }
 
-/// Upstream's pod STATUS column.
-pub(super) fn pod_status(p: &Value) -> String {
-    let mut reason = s(&p["status"]["reason"]);
-    if reason.is_empty() {
-        reason = s(&p["status"]["phase"]);
+/// Upstream's pod READY, STATUS and RESTARTS columns, computed in one pass as its `printPod`:
+/// sidecars (init containers with `restartPolicy: Always`) count among the containers, ready
+/// once started; an init container that has not finished gives `Init:…`; containers' waiting
+/// and terminated reasons override the phase; a deleted pod that is not finished is
+/// `Terminating`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PodSummary {
+    pub ready: usize,
+    pub total: usize,
+    pub status: String,
+    pub restart_count: i64,
+    pub last_restart: Option<jiff::Timestamp>,
+}
+
+fn terminated_reason(t: &Value, prefix: &str) -> String {
+    let reason = s(&t["reason"]);
+    if !reason.is_empty() {
+        return format!("{prefix}{reason}");
     }
-    let inits = p["status"]["initContainerStatuses"].as_array().cloned().unwrap_or_default();
-    let init_total = p["spec"]["initContainers"].as_array().map_or(0, Vec::len);
-    for (i, c) in inits.iter().enumerate() {
-        let st = &c["state"];
-        if st["terminated"]["exitCode"].as_i64() == Some(0) {
-            continue;
-        }
-        reason = if st["terminated"].is_object() {
-            let r = s(&st["terminated"]["reason"]);
-            format!(
-                "Init:{}",
-                if r.is_empty() { format!("ExitCode:{}", st["terminated"]["exitCode"]) } else { r }
-            )
-        } else if st["waiting"]["reason"]
-            .as_str()
-            .is_some_and(|r| !r.is_empty() && r != "PodInitializing")
-        {
-            format!("Init:{}", s(&st["waiting"]["reason"]))
-        } else {
-            format!("Init:{i}/{init_total}")
+    match t["signal"].as_i64().filter(|s| *s != 0) {
+        Some(signal) => format!("{prefix}Signal:{signal}"),
+        None => format!("{prefix}ExitCode:{}", t["exitCode"].as_i64().unwrap_or(0)),
+    }
+}
+
+fn finished_at(c: &Value) -> Option<jiff::Timestamp> {
+    c["lastState"]["terminated"]["finishedAt"].as_str().and_then(|t| t.parse().ok())
+}
+
+impl PodSummary {
+    pub(super) fn of(p: &Value) -> Self {
+        let spec_init = p["spec"]["initContainers"].as_array().cloned().unwrap_or_default();
+        let sidecar = |name: &Value| {
+            spec_init.iter().any(|c| c["name"] == *name && c["restartPolicy"] == "Always")
         };
-        break;
-    }
-    if !reason.starts_with("Init:") {
-        for c in p["status"]["containerStatuses"].as_array().into_iter().flatten().rev() {
+        let mut total = p["spec"]["containers"].as_array().map_or(0, Vec::len);
+        total += spec_init.iter().filter(|c| c["restartPolicy"] == "Always").count();
+        let phase = s(&p["status"]["phase"]);
+        let mut status = s(&p["status"]["reason"]);
+        if status.is_empty() {
+            status = phase.clone();
+        }
+        let conditions = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        let condition_true =
+            |t: &str| conditions.iter().any(|c| c["type"] == t && c["status"] == "True");
+        if conditions
+            .iter()
+            .any(|c| c["type"] == "PodScheduled" && c["reason"] == "SchedulingGated")
+        {
+            status = "SchedulingGated".into();
+        }
+        let (mut ready, mut restart_count, mut last_restart) = (0, 0i64, None);
+        let (mut sidecar_restarts, mut sidecar_last) = (0i64, None);
+        let latest = |a: Option<jiff::Timestamp>, b: Option<jiff::Timestamp>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let mut initializing = false;
+        let inits = p["status"]["initContainerStatuses"].as_array().cloned().unwrap_or_default();
+        for (i, c) in inits.iter().enumerate() {
+            let count = c["restartCount"].as_i64().unwrap_or(0);
+            restart_count += count;
+            last_restart = latest(last_restart, finished_at(c));
+            let is_sidecar = sidecar(&c["name"]);
+            if is_sidecar {
+                sidecar_restarts += count;
+                sidecar_last = latest(sidecar_last, finished_at(c));
+            }
             let st = &c["state"];
-            if let Some(w) = st["waiting"]["reason"].as_str().filter(|r| !r.is_empty()) {
-                reason = w.to_string();
-            } else if st["terminated"].is_object() {
-                let r = s(&st["terminated"]["reason"]);
-                reason = if r.is_empty() {
-                    format!("ExitCode:{}", st["terminated"]["exitCode"])
-                } else {
-                    r
-                };
+            if st["terminated"].is_object() && st["terminated"]["exitCode"].as_i64() == Some(0) {
+                continue;
+            }
+            if is_sidecar && c["started"] == true {
+                if c["ready"] == true {
+                    ready += 1;
+                }
+                continue;
+            }
+            status = if st["terminated"].is_object() {
+                terminated_reason(&st["terminated"], "Init:")
+            } else if st["waiting"]["reason"]
+                .as_str()
+                .is_some_and(|r| !r.is_empty() && r != "PodInitializing")
+            {
+                format!("Init:{}", s(&st["waiting"]["reason"]))
+            } else {
+                format!("Init:{i}/{}", spec_init.len())
+            };
+            initializing = true;
+            break;
+        }
+        if !initializing || condition_true("Initialized") {
+            restart_count = sidecar_restarts;
+            last_restart = sidecar_last;
+            let mut has_running = false;
+            for c in p["status"]["containerStatuses"].as_array().into_iter().flatten().rev() {
+                restart_count += c["restartCount"].as_i64().unwrap_or(0);
+                last_restart = latest(last_restart, finished_at(c));
+                let st = &c["state"];
+                if let Some(w) = st["waiting"]["reason"].as_str().filter(|r| !r.is_empty()) {
+                    status = w.to_string();
+                } else if st["terminated"].is_object() {
+                    status = terminated_reason(&st["terminated"], "");
+                } else if c["ready"] == true && st["running"].is_object() {
+                    has_running = true;
+                    ready += 1;
+                }
+            }
+            if status == "Completed" && has_running {
+                status = if condition_true("Ready") { "Running" } else { "NotReady" }.into();
             }
         }
+        let terminal = phase == "Succeeded" || phase == "Failed";
+        if p["metadata"]["deletionTimestamp"].is_string() {
+            if p["status"]["reason"] == "NodeLost" {
+                status = "Unknown".into();
+            } else if !terminal {
+                status = "Terminating".into();
+            }
+        }
+        PodSummary { ready, total, status, restart_count, last_restart }
     }
-    if p["metadata"]["deletionTimestamp"].is_string() {
-        reason = "Terminating".into();
+
+    /// `3 (2m ago)`, or the bare count when nothing restarted.
+    pub(super) fn restarts(&self, now: jiff::Timestamp) -> String {
+        match self.last_restart.filter(|_| self.restart_count > 0) {
+            Some(t) => {
+                format!("{} ({} ago)", self.restart_count, human_duration((now - t).get_seconds()))
+            }
+            None => self.restart_count.to_string(),
+        }
     }
-    reason
+}
+
+/// Upstream's pod STATUS column.
+pub(super) fn pod_status(p: &Value) -> String {
+    PodSummary::of(p).status
 }
 
 pub(super) fn pod_restarts(p: &Value, now: jiff::Timestamp) -> String {
-    let mut total = 0;
-    let mut last: Option<jiff::Timestamp> = None;
-    for c in p["status"]["containerStatuses"].as_array().into_iter().flatten() {
-        total += c["restartCount"].as_i64().unwrap_or(0);
-        if let Some(t) = c["lastState"]["terminated"]["finishedAt"]
-            .as_str()
-            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        {
-            last = Some(last.map_or(t, |l| l.max(t)));
-        }
-    }
-    match last.filter(|_| total > 0) {
-        Some(t) => format!("{total} ({} ago)", human_duration((now - t).get_seconds())),
-        None => total.to_string(),
-    }
+    PodSummary::of(p).restarts(now)
 }
 
 fn containers_images(tpl: &Value) -> (String, String) {
