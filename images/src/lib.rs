@@ -12,9 +12,27 @@
 //!
 //! - [`oci`]: the OCI image-layout archive writer.
 //! - `rootfs`: deterministic layer tar streams.
+//! - `grpc_health` (tests only): the modules of the gRPC health server (`grpc-health/`), whose
+//!   unit tests run here; the binary itself is built by `build.rs` ([`GRPC_HEALTH_BINARY`]).
 
 pub mod oci;
 mod rootfs;
+
+/// The health server's modules, compiled here so their unit tests run with the crate's; the
+/// binary's `main.rs` (flags, signals) and the IO loop are exercised by `tests/grpc_health.rs`.
+#[cfg(test)]
+#[allow(dead_code, clippy::unwrap_used)]
+#[path = "../grpc-health"]
+mod grpc_health {
+    mod config;
+    mod connection;
+    mod frame;
+    mod grpc;
+    mod health;
+    mod hpack;
+    mod huffman;
+    mod server;
+}
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +42,11 @@ use rootfs::Layer;
 
 /// The static pause executable compiled by `build.rs` from `pause/pause.rs`.
 pub const PAUSE_BINARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/pause"));
+
+/// The static gRPC health server compiled by `build.rs` from `grpc-health/`: a gRPC server of
+/// `grpc.health.v1.Health/Check` over plaintext HTTP/2 (`--help` lists its flags).
+pub const GRPC_HEALTH_BINARY: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/grpc-health-server"));
 
 /// Where Debian's `busybox-static` installs BusyBox.
 pub const DEFAULT_BUSYBOX: &str = "/bin/busybox";
@@ -201,8 +224,16 @@ mod tests {
 
     #[test]
     fn pause_binary_is_a_static_elf_executable() {
-        let b = PAUSE_BINARY;
-        assert_eq!(&b[..4], b"\x7fELF");
+        assert_static_elf("pause", PAUSE_BINARY);
+    }
+
+    #[test]
+    fn grpc_health_binary_is_a_static_elf_executable() {
+        assert_static_elf("grpc-health-server", GRPC_HEALTH_BINARY);
+    }
+
+    fn assert_static_elf(name: &str, b: &[u8]) {
+        assert_eq!(&b[..4], b"\x7fELF", "{name}");
         // No PT_INTERP program header: the kernel runs it without a dynamic loader.
         let u16_at = |o: usize| usize::from(u16::from_le_bytes([b[o], b[o + 1]]));
         let phoff = usize::try_from(u64::from_le_bytes(b[0x20..0x28].try_into().unwrap())).unwrap();
@@ -211,7 +242,7 @@ mod tests {
         for i in 0..phnum {
             let o = phoff + i * phentsize;
             let p_type = u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-            assert_ne!(p_type, PT_INTERP, "pause must not need a dynamic loader");
+            assert_ne!(p_type, PT_INTERP, "{name} must not need a dynamic loader");
         }
     }
 
