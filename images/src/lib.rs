@@ -1,20 +1,46 @@
-//! Offline test images, built with no network from Debian's `busybox-static` and our own pause
-//! program, written as OCI archives for `ctr -n k8s.io images import` and `skopeo copy`.
+//! Offline test images, built with no network from Debian's `busybox-static` and our own
+//! programs, written as OCI archives for `ctr -n k8s.io images import` and `skopeo copy`.
 //!
 //! | image | reference | runs |
 //! | --- | --- | --- |
 //! | [`TestImage::Busybox`] | `docker.io/library/busybox:1.35` (`busybox:1.35`) | `sh` |
 //! | [`TestImage::BusyboxHttpd`] | `docker.io/library/busybox-httpd:1.35` (`busybox-httpd:1.35`) | `httpd -f -v -p 80 -h /var/www` |
+//! | [`TestImage::GrpcHealth`] | `docker.io/library/grpc-health:1.0` (`grpc-health:1.0`) | `/grpc-health-server --port 9090` (entrypoint + cmd) |
 //! | [`TestImage::Pause`] | `localhost/pause:1.0` | `/pause` (the sandbox image) |
 //!
 //! `1.35` is the BusyBox version of Debian 12's `busybox-static`. Every applet is a symlink to
 //! `/bin/busybox` at the path BusyBox installs it (`sh`, `sleep`, `httpd`, `wget`, `echo`, …).
 //!
+//! The grpc-health image is BusyBox plus [`GRPC_HEALTH_BINARY`] at `/grpc-health-server`, for
+//! gRPC probes. Its entrypoint is the server and its cmd `--port 9090`, so a pod's `args`
+//! replace the flags. `Check` answers from `--service NAME=STATUS`, overridden by the file
+//! `/tmp/health/<service>` (`default` for `""`) read on every request; `""` is SERVING unless
+//! told otherwise, other services are unknown (NOT_FOUND). `/tmp/health-delay-ms` (or
+//! `--delay-ms`) delays every answer. `Watch` and other methods answer UNIMPLEMENTED.
+//!
 //! - [`oci`]: the OCI image-layout archive writer.
 //! - `rootfs`: deterministic layer tar streams.
+//! - `grpc_health` (tests only): the modules of the gRPC health server (`grpc-health/`), whose
+//!   unit tests run here; the binary itself is built by `build.rs` ([`GRPC_HEALTH_BINARY`]).
 
 pub mod oci;
 mod rootfs;
+
+/// The health server's modules, compiled here so their unit tests run with the crate's; the
+/// binary's `main.rs` (flags, signals) and the IO loop are exercised by `tests/grpc_health.rs`.
+#[cfg(test)]
+#[allow(dead_code, clippy::unwrap_used)]
+#[path = "../grpc-health"]
+mod grpc_health {
+    mod config;
+    mod connection;
+    mod frame;
+    mod grpc;
+    mod health;
+    mod hpack;
+    mod huffman;
+    mod server;
+}
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +50,14 @@ use rootfs::Layer;
 
 /// The static pause executable compiled by `build.rs` from `pause/pause.rs`.
 pub const PAUSE_BINARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/pause"));
+
+/// The static gRPC health server compiled by `build.rs` from `grpc-health/`: a gRPC server of
+/// `grpc.health.v1.Health/Check` over plaintext HTTP/2 (`--help` lists its flags).
+pub const GRPC_HEALTH_BINARY: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/grpc-health-server"));
+
+/// The health server's port in the grpc-health image.
+pub const GRPC_HEALTH_PORT: u16 = 9090;
 
 /// Where Debian's `busybox-static` installs BusyBox.
 pub const DEFAULT_BUSYBOX: &str = "/bin/busybox";
@@ -45,17 +79,20 @@ pub enum ImageError {
 pub enum TestImage {
     Busybox,
     BusyboxHttpd,
+    GrpcHealth,
     Pause,
 }
 
 impl TestImage {
-    pub const ALL: [TestImage; 3] = [TestImage::Busybox, TestImage::BusyboxHttpd, TestImage::Pause];
+    pub const ALL: [TestImage; 4] =
+        [TestImage::Busybox, TestImage::BusyboxHttpd, TestImage::GrpcHealth, TestImage::Pause];
 
     /// The full reference containerd stores the image under.
     pub fn reference(self) -> &'static str {
         match self {
             TestImage::Busybox => "docker.io/library/busybox:1.35",
             TestImage::BusyboxHttpd => "docker.io/library/busybox-httpd:1.35",
+            TestImage::GrpcHealth => "docker.io/library/grpc-health:1.0",
             TestImage::Pause => "localhost/pause:1.0",
         }
     }
@@ -71,6 +108,7 @@ impl TestImage {
         match self {
             TestImage::Busybox => "busybox.tar",
             TestImage::BusyboxHttpd => "busybox-httpd.tar",
+            TestImage::GrpcHealth => "grpc-health.tar",
             TestImage::Pause => "pause.tar",
         }
     }
@@ -91,6 +129,14 @@ impl TestImage {
                 vec![busybox_layer(busybox)?, www_layer()?],
                 shell_run(&["httpd", "-f", "-v", "-p", "80", "-h", "/var/www"]),
             ),
+            TestImage::GrpcHealth => (
+                vec![busybox_layer(busybox)?, grpc_health_layer()?],
+                RunConfig {
+                    entrypoint: vec!["/grpc-health-server".into()],
+                    cmd: vec!["--port".into(), GRPC_HEALTH_PORT.to_string()],
+                    ..shell_run(&[])
+                },
+            ),
         };
         Ok(OciImage { reference: self.reference().into(), tag: self.tag().into(), layers, run })
     }
@@ -98,6 +144,7 @@ impl TestImage {
 
 fn shell_run(cmd: &[&str]) -> RunConfig {
     RunConfig {
+        entrypoint: Vec::new(),
         cmd: cmd.iter().map(|s| (*s).to_string()).collect(),
         env: vec![PATH_ENV.into()],
         working_dir: String::new(),
@@ -111,6 +158,16 @@ fn mem(source: std::io::Error) -> ImageError {
 fn pause_layer() -> Result<Vec<u8>, ImageError> {
     let mut l = Layer::new();
     l.file("pause", 0o755, PAUSE_BINARY).map_err(mem)?;
+    l.finish().map_err(mem)
+}
+
+/// The health server, and the directory its status files go to (writable by any user, as
+/// `/tmp`, so a pod with `runAsUser` can flip its status too).
+fn grpc_health_layer() -> Result<Vec<u8>, ImageError> {
+    let mut l = Layer::new();
+    l.dir("tmp", 0o1777).map_err(mem)?;
+    l.dir("tmp/health", 0o1777).map_err(mem)?;
+    l.file("grpc-health-server", 0o755, GRPC_HEALTH_BINARY).map_err(mem)?;
     l.finish().map_err(mem)
 }
 
@@ -201,8 +258,16 @@ mod tests {
 
     #[test]
     fn pause_binary_is_a_static_elf_executable() {
-        let b = PAUSE_BINARY;
-        assert_eq!(&b[..4], b"\x7fELF");
+        assert_static_elf("pause", PAUSE_BINARY);
+    }
+
+    #[test]
+    fn grpc_health_binary_is_a_static_elf_executable() {
+        assert_static_elf("grpc-health-server", GRPC_HEALTH_BINARY);
+    }
+
+    fn assert_static_elf(name: &str, b: &[u8]) {
+        assert_eq!(&b[..4], b"\x7fELF", "{name}");
         // No PT_INTERP program header: the kernel runs it without a dynamic loader.
         let u16_at = |o: usize| usize::from(u16::from_le_bytes([b[o], b[o + 1]]));
         let phoff = usize::try_from(u64::from_le_bytes(b[0x20..0x28].try_into().unwrap())).unwrap();
@@ -211,7 +276,7 @@ mod tests {
         for i in 0..phnum {
             let o = phoff + i * phentsize;
             let p_type = u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-            assert_ne!(p_type, PT_INTERP, "pause must not need a dynamic loader");
+            assert_ne!(p_type, PT_INTERP, "{name} must not need a dynamic loader");
         }
     }
 
@@ -241,6 +306,36 @@ mod tests {
             names.contains(&"index.json".to_string()) && names.contains(&"oci-layout".to_string())
         );
         assert_eq!(names.iter().filter(|n| n.starts_with("blobs/")).count(), 3);
+    }
+
+    #[test]
+    fn grpc_health_image_runs_the_server_on_9090_over_busybox() {
+        let busybox = Path::new(DEFAULT_BUSYBOX);
+        let image = TestImage::GrpcHealth.build(busybox).unwrap();
+        assert_eq!(image.reference, "docker.io/library/grpc-health:1.0");
+        assert_eq!(TestImage::GrpcHealth.repository_and_tag(), "grpc-health:1.0");
+        assert_eq!(image.run.entrypoint, ["/grpc-health-server"]);
+        assert_eq!(image.run.cmd, ["--port", "9090"]);
+        // The BusyBox layer is the busybox image's, byte for byte (shared in the content store).
+        let plain = TestImage::Busybox.build(busybox).unwrap();
+        assert_eq!(image.layers[0], plain.layers[0]);
+        let mut entries: Vec<(String, u32)> = tar::Archive::new(&image.layers[1][..])
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.path().unwrap().display().to_string(), e.header().mode().unwrap())
+            })
+            .collect();
+        entries.sort();
+        assert_eq!(
+            entries,
+            [
+                ("grpc-health-server".to_string(), 0o755),
+                ("tmp/".to_string(), 0o1777),
+                ("tmp/health/".to_string(), 0o1777),
+            ]
+        );
     }
 
     #[test]

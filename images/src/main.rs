@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-/// Builds the offline test images (busybox, busybox-httpd, pause) as OCI archives.
+/// Builds the offline test images (busybox, busybox-httpd, grpc-health, pause) as OCI archives.
 #[derive(Debug, Parser)]
 struct Args {
     /// Directory to write the archives to.

@@ -11,6 +11,8 @@ use sha2::{Digest, Sha256};
 /// What the image runs and with which environment (the `config` of the image config).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunConfig {
+    /// `Entrypoint`; left out of the config when empty.
+    pub entrypoint: Vec<String>,
     pub cmd: Vec<String>,
     pub env: Vec<String>,
     pub working_dir: String,
@@ -62,7 +64,7 @@ impl OciImage {
         let diff_ids: Vec<String> = self.layers.iter().map(|l| digest(l)).collect();
         let compressed =
             self.layers.iter().map(|l| gzip(l)).collect::<std::io::Result<Vec<_>>>()?;
-        let config = json!({
+        let mut config = json!({
             "created": "1970-01-01T00:00:00Z",
             "architecture": "amd64",
             "os": "linux",
@@ -73,9 +75,11 @@ impl OciImage {
             },
             "rootfs": { "type": "layers", "diff_ids": diff_ids },
             "history": [{ "created": "1970-01-01T00:00:00Z", "created_by": "images crate (offline build)" }],
-        })
-        .to_string()
-        .into_bytes();
+        });
+        if !self.run.entrypoint.is_empty() {
+            config["config"]["Entrypoint"] = json!(self.run.entrypoint);
+        }
+        let config = config.to_string().into_bytes();
         let layers: Vec<_> = compressed.iter().map(|l| descriptor(LAYER_TYPE, l)).collect();
         let manifest = json!({
             "schemaVersion": 2,
