@@ -242,6 +242,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         statuses: statuses.clone(),
         recorder: recorder.clone(),
         probes: probe_results.clone(),
+        reasons: Default::default(),
         queue: queue.clone(),
         done: done_tx,
         host_ip,

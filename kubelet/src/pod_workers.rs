@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 use crate::active_deadline::{self, Deadline};
 use crate::events::Recorder;
 use crate::prober::ProbeResults;
-use crate::runtime::sync::{ERROR_REQUEUE, SyncOutcome, grace_period};
+use crate::runtime::sync::{ERROR_REQUEUE, SyncOutcome, Waiting, grace_period};
 use crate::runtime::{KillOptions, RuntimeManager};
 use crate::status::{self, NodeView, PodFailure, StatusManager, SyncView};
 
@@ -210,6 +210,31 @@ impl WorkQueue {
     }
 }
 
+/// The last sync's waiting reasons per pod (upstream's `reasonCache`): a status generated
+/// before a sync acts shows `CrashLoopBackOff` rather than forgetting it. One entry per pod
+/// with a worker; removed with the pod.
+#[derive(Debug, Default)]
+pub struct ReasonCache(Mutex<HashMap<String, std::collections::BTreeMap<String, Waiting>>>);
+
+impl ReasonCache {
+    fn get(&self, uid: &str) -> std::collections::BTreeMap<String, Waiting> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).get(uid).cloned().unwrap_or_default()
+    }
+
+    fn set(&self, uid: &str, waiting: std::collections::BTreeMap<String, Waiting>) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if waiting.is_empty() {
+            map.remove(uid);
+        } else {
+            map.insert(uid.to_string(), waiting);
+        }
+    }
+
+    fn forget(&self, uid: &str) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(uid);
+    }
+}
+
 /// What every worker shares.
 #[derive(Debug)]
 pub struct WorkerContext {
@@ -218,6 +243,8 @@ pub struct WorkerContext {
     pub recorder: Recorder,
     /// Probe verdicts: liveness kills in the plan, readiness in the status.
     pub probes: Arc<ProbeResults>,
+    /// Why each pod's containers last could not start, for statuses set before a sync acts.
+    pub reasons: ReasonCache,
     pub queue: Arc<WorkQueue>,
     /// Workers report here when their pod is terminated and removed.
     pub done: mpsc::UnboundedSender<String>,
@@ -327,6 +354,7 @@ async fn run_worker(ctx: &WorkerContext, uid: &str, mailbox: &Mailbox) {
                 }
                 Action::Release => {
                     ctx.queue.forget(uid);
+                    ctx.reasons.forget(uid);
                     ctx.runtime.release_pod(uid);
                     break;
                 }
@@ -347,8 +375,14 @@ async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) -> bool {
     if let Deadline::Exceeded(failure) = deadline {
         return fail(ctx, uid, pod, failure).await;
     }
-    match ctx.runtime.sync_pod(pod, &ctx.probes).await {
+    let mut observe = |before: &crate::runtime::status::PodRuntimeStatus| {
+        let cached = ctx.reasons.get(uid);
+        let outcome = SyncOutcome { status: before.clone(), waiting: cached, ..Default::default() };
+        ctx.statuses.set_status(uid, generate(ctx, pod, &outcome, None), SystemTime::now());
+    };
+    match ctx.runtime.sync_pod(pod, &ctx.probes, &mut observe).await {
         Ok(outcome) => {
+            ctx.reasons.set(uid, outcome.waiting.clone());
             if let Some(e) = &outcome.error {
                 ctx.recorder.warning("FailedCreatePodSandBox", &pod_ref(pod), e.clone());
             }
@@ -433,6 +467,7 @@ async fn kill(
 /// Removes what the pod left behind, retrying until the runtime lets it.
 async fn remove(ctx: &WorkerContext, uid: &str) {
     ctx.queue.forget(uid);
+    ctx.reasons.forget(uid);
     let stopped = KillOptions { pod: None, grace: None, hooks: false };
     retrying(uid, "removing the pod", || async {
         ctx.runtime.kill_pod(uid, &stopped).await?;

@@ -348,3 +348,92 @@ async fn deleting_a_manifest_stops_its_pod_within_the_grace_period() {
     );
     n.shutdown().await;
 }
+
+/// The id of the newest container named `name`.
+fn container_id(runtime: &FakeRuntime, name: &str) -> Option<String> {
+    runtime
+        .containers()
+        .into_iter()
+        .filter(|c| c.metadata.as_ref().is_some_and(|m| m.name == name))
+        .max_by_key(|c| c.created_at)
+        .map(|c| c.id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sidecar_runs_beside_the_app_and_is_restarted_when_it_exits() {
+    let runtime = FakeRuntime::new();
+    let n = Node::start(runtime.clone()).await;
+    let extra =
+        "  initContainers:\n  - name: side\n    image: busybox:1.35\n    restartPolicy: Always\n";
+    n.write("web.yaml", &manifest("web", "busybox:1.35", extra));
+    n.eventually("web running with its sidecar", async |n| {
+        let p = running(n, "web-node-a").await?;
+        (p["status"]["initContainerStatuses"][0]["ready"] == true).then_some(())
+    })
+    .await;
+    let side = container_id(&runtime, "side").unwrap();
+    assert!(runtime.exit_container(&side, 0));
+    n.eventually("the sidecar restarted", async |n| {
+        let p = n.pod("web-node-a").await?;
+        let s = &p["status"]["initContainerStatuses"][0];
+        (s["restartCount"] == 1 && s["state"]["running"].is_object()).then_some(())
+    })
+    .await;
+    n.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_probes_decide_readiness_and_a_failed_liveness_probe_restarts() {
+    let runtime = FakeRuntime::new();
+    let healthy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = healthy.clone();
+    runtime.set_exec_handler(move |_container, cmd| fake_cri::ExecOutcome {
+        exit_code: i32::from(cmd == ["check"] && !flag.load(std::sync::atomic::Ordering::SeqCst)),
+        ..Default::default()
+    });
+    let n = Node::start(runtime.clone()).await;
+    let probe = |kind: &str| {
+        format!(
+            "    {kind}:\n      exec:\n        command: [check]\n      periodSeconds: 1\n      failureThreshold: 1\n"
+        )
+    };
+    let extra = format!(
+        "  containers:\n  - name: app\n    image: busybox:1.35\n{}",
+        probe("readinessProbe")
+    );
+    let text = manifest("ready", "busybox:1.35", "")
+        .replace("  containers:\n  - name: app\n    image: busybox:1.35\n", &extra);
+    n.write("ready.yaml", &text);
+    n.eventually("running, not ready", async |n| {
+        let p = n.pod("ready-node-a").await?;
+        let c = &p["status"]["containerStatuses"][0];
+        (c["state"]["running"].is_object() && c["started"] == true && c["ready"] == false)
+            .then_some(())
+    })
+    .await;
+    healthy.store(true, std::sync::atomic::Ordering::SeqCst);
+    n.eventually("ready", async |n| running(n, "ready-node-a").await).await;
+
+    let live = text.replace("readinessProbe", "livenessProbe").replace("name: ready", "name: live");
+    n.write("live.yaml", &live);
+    n.eventually("live running", async |n| running(n, "live-node-a").await).await;
+    healthy.store(false, std::sync::atomic::Ordering::SeqCst);
+    let p = n
+        .eventually("restarted after the liveness failure", async |n| {
+            let p = n.pod("live-node-a").await?;
+            (p["status"]["containerStatuses"][0]["restartCount"] == 1).then_some(p)
+        })
+        .await;
+    let last = &p["status"]["containerStatuses"][0]["lastState"]["terminated"];
+    assert!(last.is_object(), "the killed container is the last state: {p}");
+    let events = n.get("/events").await.unwrap();
+    let said =
+        |reason: &str, text: &str| {
+            events.as_array().unwrap().iter().any(|e| {
+                e["reason"] == reason && e["message"].as_str().unwrap_or("").contains(text)
+            })
+        };
+    assert!(said("Unhealthy", "Liveness probe failed"), "{events}");
+    assert!(said("Killing", "Container app failed liveness probe, will be restarted"), "{events}");
+    n.shutdown().await;
+}

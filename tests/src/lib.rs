@@ -9,6 +9,7 @@
 //! - [`cluster`]: apiserver-lite, a private containerd and a kubelet joined to it, as one.
 //! - [`scheduler`]: the scheduler binary as a process, and Node objects with capacity for nodes
 //!   without kubelets.
+//! - [`measure`]: what benchmarks measure (percentiles, process CPU and RSS, runtime CPU).
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
 //! - [`cri_suite`]: CRI scenarios run against any runtime.
 //! - [`eventually`]: bounded polling instead of sleeps.
@@ -20,6 +21,7 @@ pub mod cri_suite;
 pub mod eventually;
 pub mod kubelet;
 pub mod leaks;
+pub mod measure;
 pub mod registry;
 pub mod require;
 pub mod scheduler;

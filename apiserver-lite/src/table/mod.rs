@@ -143,8 +143,9 @@ mod tests {
         assert_eq!(t["rows"][0]["object"]["metadata"]["labels"]["app"], "nginx");
         assert_eq!(t["columnDefinitions"][1]["name"], "Ready");
         let crash = json!({"metadata": {"name": "c", "deletionTimestamp": null}, "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "containerStatuses": [{"ready": false, "restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
-        assert_eq!(printers::pod_status(&crash), "CrashLoopBackOff");
-        assert_eq!(printers::pod_restarts(&crash, jiff::Timestamp::now()), "3");
+        let crash = printers::PodSummary::of(&crash);
+        assert_eq!(crash.status, "CrashLoopBackOff");
+        assert_eq!(crash.restarts(jiff::Timestamp::now()), "3");
     }
 
     /// Upstream's STATUS strings for the pod states the kubelet reports.

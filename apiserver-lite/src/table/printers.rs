@@ -439,15 +439,6 @@ impl PodSummary {
     }
 }
 
-/// Upstream's pod STATUS column.
-pub(super) fn pod_status(p: &Value) -> String {
-    PodSummary::of(p).status
-}
-
-pub(super) fn pod_restarts(p: &Value, now: jiff::Timestamp) -> String {
-    PodSummary::of(p).restarts(now)
-}
-
 fn containers_images(tpl: &Value) -> (String, String) {
     let cs = tpl["spec"]["containers"].as_array().cloned().unwrap_or_default();
     (

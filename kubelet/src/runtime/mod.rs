@@ -314,14 +314,13 @@ impl RuntimeManager {
         Ok(())
     }
 
-    /// Removes exited containers older than the newest one of each name (which status needs
-    /// for `lastState`), as upstream's container GC keeps one dead container per name.
+    /// Removes exited containers but the newest exited one of each name (which status needs
+    /// for `lastState` and `kubectl logs --previous`), as upstream's container GC keeps one
+    /// dead container per name.
     async fn prune_dead_containers(&self, status: &PodRuntimeStatus) {
         let mut seen = std::collections::HashSet::new();
-        for c in &status.containers {
-            let newest = seen.insert(c.name.as_str());
-            if !newest
-                && c.state == ContainerState::Exited
+        for c in status.containers.iter().filter(|c| c.state == ContainerState::Exited) {
+            if !seen.insert(c.name.as_str())
                 && let Err(e) = self
                     .cri
                     .remove_container(cri::RemoveContainerRequest { container_id: c.id.clone() })

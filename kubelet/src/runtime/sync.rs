@@ -83,15 +83,25 @@ struct StartContext<'a> {
 
 impl RuntimeManager {
     /// One sync of `pod`: reads the runtime's state, plans (with the probes' verdicts), and
-    /// acts.
+    /// acts. When the plan starts anything (which may take long: image pulls, postStart
+    /// hooks), `observe` first sees the state it starts from, so the pod's status shows
+    /// `ContainerCreating`/`PodInitializing` meanwhile, as upstream's status set before
+    /// `SyncPod`.
     pub async fn sync_pod(
         &self,
         pod: &Pod,
         probes: &ProbeResults,
+        observe: &mut (dyn FnMut(&PodRuntimeStatus) + Send),
     ) -> Result<SyncOutcome, RuntimeError> {
         let uid = uid(pod);
         let status = self.pod_status(uid).await?;
         let actions = compute_pod_actions(pod, &status, probes);
+        if actions.create_sandbox
+            || !actions.init_containers_to_start.is_empty()
+            || !actions.containers_to_start.is_empty()
+        {
+            observe(&status);
+        }
         let mut out = SyncOutcome::default();
         let acted =
             actions.kill_pod || actions.create_sandbox || !actions.containers_to_kill.is_empty();

@@ -276,7 +276,9 @@ pub fn generate(pod: &Pod, sync: SyncView<'_>, node: &NodeView<'_>) -> PodStatus
         )
         .map(|(s, _)| s.name.as_str())
         .collect();
-    let app_default = if incomplete.is_empty() { "ContainerCreating" } else { "PodInitializing" };
+    // Upstream: app containers of a pod with init containers wait as `PodInitializing` until
+    // they are created, whether or not initialization has finished.
+    let app_default = if init.is_empty() { "ContainerCreating" } else { "PodInitializing" };
     let app: Vec<ContainerStatus> = spec
         .containers
         .iter()

@@ -11,6 +11,7 @@
 //! - burst: `--pods` pods created at once (16 requests in flight), where the runtime's own
 //!   throughput decides (on 2 cores containerd + runc + CNI start ~11 pods/s).
 
+use e2e::measure::percentile;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -73,11 +74,6 @@ fn all_running(p: &Pod) -> bool {
         !cs.is_empty() && cs.iter().all(|c| c.state.as_ref().is_some_and(|st| st.running.is_some()))
     });
     s.phase.as_deref() == Some("Running") && running
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
-    sorted.get(rank.min(sorted.len().saturating_sub(1))).copied().unwrap_or(f64::NAN)
 }
 
 /// Creates `n` pods (paced at `rate`, or all at once) and returns each one's latency in ms and

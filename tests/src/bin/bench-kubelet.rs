@@ -15,6 +15,7 @@ use anyhow::Context;
 use e2e::containerd::{Containerd, remove_all_pods};
 use e2e::cri_suite::{Target, start_pod};
 use e2e::kubelet::Kubelet;
+use e2e::measure::{rss_split, runtime_cpu, summary, usage};
 use futures::future::join_all;
 use proto::{CriClient, cri};
 
@@ -25,26 +26,6 @@ fn ns(t: SystemTime) -> i64 {
 
 fn ms(nanos: i64) -> f64 {
     nanos as f64 / 1e6
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-fn summary(name: &str, mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let (p50, p99) = (percentile(&v, 50.0), percentile(&v, 99.0));
-    println!(
-        "{name:<52} n={:<3} median {p50:8.1} ms   p99 {p99:8.1} ms   min {:8.1}   max {:8.1}",
-        v.len(),
-        v[0],
-        v[v.len() - 1]
-    );
-    p50
 }
 
 /// One pod through CRI directly; returns (startedAt - t0, per-call durations).
@@ -122,59 +103,6 @@ async fn wait_empty(client: &CriClient) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(())
-}
-
-/// CPU seconds used by the runtime under `dir` (containerd and its shims, with the runc, CNI and
-/// other children they have reaped).
-fn runtime_cpu(dir: &std::path::Path) -> f64 {
-    let hz =
-        nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64;
-    e2e::leaks::processes(dir, "\0none")
-        .into_iter()
-        .filter_map(|(pid, _)| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
-        .map(|stat| {
-            let f: Vec<f64> = stat
-                .rsplit_once(')')
-                .map_or("", |(_, r)| r)
-                .split_whitespace()
-                .skip(11)
-                .take(4)
-                .filter_map(|v| v.parse().ok())
-                .collect();
-            f.iter().sum::<f64>() / hz
-        })
-        .sum()
-}
-
-/// (anonymous, file-backed) resident memory in MiB.
-fn rss_split(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kb = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (kb("RssAnon:") / 1024.0, kb("RssFile:") / 1024.0)
-}
-
-/// (RSS in MiB, CPU seconds used) of a process.
-fn usage(pid: u32) -> anyhow::Result<(f64, f64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let rss_kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0.0);
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
-    let ticks: f64 = fields.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
-        + fields.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-    let hz =
-        nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64;
-    Ok((rss_kb / 1024.0, ticks / hz))
 }
 
 async fn idle_cost(kubelet: &Kubelet, window: Duration) -> anyhow::Result<(f64, f64)> {
