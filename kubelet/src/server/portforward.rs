@@ -11,7 +11,7 @@
 //! - WebSocket channels (`v4.channel.k8s.io` and kin) with the ports fixed up front by `port`
 //!   query parameters, each port a data and an error channel.
 //!
-//! The request is checked first (transport, ports, the pod, its sandbox), then the runtime is
+//! The request is checked first (the pod, transport, ports, the pod's sandbox), then the runtime is
 //! asked for a session (CRI `PortForward`, a URL on its streaming server) and the upgrade is
 //! handed to it: its answer becomes ours, and once both sides have upgraded the connections are
 //! spliced ([`proxy_stream`](super::proxy_stream)) on the server's task tracker until either side
@@ -279,12 +279,13 @@ async fn start(
     pairs: &[(String, String)],
     mut req: Request,
 ) -> Result<Response, RequestError> {
-    let transport = transport(req.headers(), pairs)?;
+    // The pod first, as upstream (a missing pod is 404 whatever the request), then the upgrade.
     let pod = find_pod(&state, &namespace, &name)?;
     let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
     if uid.as_deref().is_some_and(|u| u != pod_uid) {
         return Err(RequestError::PodNotFound { namespace, pod: name });
     }
+    let transport = transport(req.headers(), pairs)?;
     let sandbox = sandbox(&state, &namespace, &name, &pod_uid).await?;
     let port = match &transport {
         Transport::WebSocket { ports } => ports.iter().map(|p| i32::from(*p)).collect(),
