@@ -1,6 +1,6 @@
 //! The kubelet's secure API against the fake CRI runtime: TLS with a self-signed serving
-//! certificate, client certificates from the configured CA, 401 for anonymous callers, and
-//! `/containerLogs` reading the runtime's CRI log file. Hermetic: temp dirs, loopback, no root.
+//! certificate, client certificates from the configured CA, 401 for anonymous callers,
+//! `/containerLogs` reading the runtime's CRI log file, and `/portForward`'s refusals. Hermetic: temp dirs, loopback, no root.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -141,6 +141,21 @@ async fn container_logs_need_a_client_certificate_from_the_client_ca() {
     assert_eq!(
         missing,
         (404, "container \"nope\" not found in pod \"default/web-node-a\"\n".into())
+    );
+
+    // Port-forward: a pod the kubelet does not run, or by another UID, is 404; a request that is
+    // no upgrade is upstream's 400.
+    let forward = |path: &'static str| get(&pki, port, path, Some((&cert, &key)));
+    assert_eq!(
+        forward("/portForward/default/nope").await,
+        Some((404, "pod \"default/nope\" not found\n".into()))
+    );
+    assert_eq!(forward("/portForward/default/web-node-a/not-its-uid").await.unwrap().0, 404);
+    let plain = forward("/portForward/default/web-node-a").await.unwrap();
+    assert_eq!(plain.0, 400);
+    assert!(
+        plain.1.starts_with("unable to upgrade: missing upgrade headers in request"),
+        "{plain:?}"
     );
 
     // No certificate: 401. A certificate from another CA: refused.
