@@ -494,3 +494,32 @@ async fn streams_with_bad_port_headers_are_reset_and_the_others_on_the_connectio
     drop(s);
     cluster.stop().await;
 }
+
+/// `streamingConnectionIdleTimeout` ends a forward that carries no data, kubectl's keepalive
+/// pings notwithstanding; data keeps it open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forward_with_no_data_is_closed_after_the_idle_timeout() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let node =
+        JoinedNode::start_with_kubelet_flags(NODE, &["--streaming-connection-idle-timeout=3s"]);
+    let cluster = Cluster(node.await.unwrap());
+    cluster.web_running().await;
+    let c = &cluster;
+    let mut forward = c.forward(&["pod/web", ":80"]);
+    let port = forward.local_port(80);
+    // Requests every second for 5 s: past the timeout, still open.
+    for _ in 0..5 {
+        c.page(port).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert!(forward.child.try_wait().unwrap().is_none(), "{}", forward.stderr());
+    // Then nothing: the kubelet closes the connection and kubectl says it lost the pod.
+    let status = forward.exited(Duration::from_secs(30));
+    let err = forward.stderr();
+    assert!(status.is_some_and(|s| !s.success()), "still forwarding: {}", c.logs(&err));
+    assert!(err.contains("lost connection to pod"), "{err}");
+    drop(forward);
+    cluster.stop().await;
+}
