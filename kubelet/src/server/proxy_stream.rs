@@ -25,6 +25,8 @@ use super::spdy::{self, FrameKind};
 /// The most SPDY streams one port-forward connection may hold open: a data and an error stream
 /// for each of 128 forwarded connections at once.
 pub const MAX_STREAMS: usize = 256;
+/// How much is read at once (a SPDY data frame from Go carries at most 32 KiB).
+const READ_SIZE: usize = 32 * 1024;
 /// How long a closing side may take to flush.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -251,8 +253,10 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut buf = BytesMut::with_capacity(READ_SIZE);
     loop {
+        // Room for a good read even after frames were split off the front.
+        buf.reserve(READ_SIZE);
         match from.read_buf(&mut buf).await {
             Ok(0) => return Ended::ClientClosed,
             Ok(_) => {}
@@ -333,6 +337,7 @@ where
                 }
             }
         }
+        buf.reserve(READ_SIZE);
         tokio::select! {
             read = from.read_buf(&mut buf) => match read {
                 Ok(0) => return Ended::RuntimeClosed,
