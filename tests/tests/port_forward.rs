@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use e2e::apiserver::kubectl_binary;
 use e2e::cluster::JoinedNode;
 use e2e::{eventually, require};
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::PostParams;
@@ -58,6 +58,19 @@ fn web_deployment() -> Deployment {
                 "spec": {"containers": [{"name": "httpd", "image": "busybox-httpd:1.35"}]},
             },
         },
+    }))
+    .unwrap()
+}
+
+/// A ReplicaSet selecting `web`.
+fn web_replicaset() -> ReplicaSet {
+    let d = web_deployment();
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "web"},
+        "spec": d.spec.map(|s| serde_json::json!({
+            "replicas": 1, "selector": s.selector, "template": s.template,
+        })),
     }))
     .unwrap()
 }
@@ -260,6 +273,13 @@ async fn kubectl_port_forward_reaches_the_pods_ports_through_the_apiserver_and_t
     let by_deployment = c.forward(&["deployment/web", ":80"]);
     c.page(by_deployment.local_port(80)).await;
     drop(by_deployment);
+    // rs/web likewise, by the ReplicaSet's selector.
+    let client = c.api.admin_client().await.unwrap();
+    let replicasets: Api<ReplicaSet> = Api::namespaced(client, "default");
+    replicasets.create(&PostParams::default(), &web_replicaset()).await.unwrap();
+    let by_rs = c.forward(&["rs/web", ":80"]);
+    c.page(by_rs.local_port(80)).await;
+    drop(by_rs);
 
     // A port nothing listens on: the connection closes without data, kubectl prints the
     // runtime's message from the error stream and (as kubectl 1.35 does after any stream error)
@@ -283,6 +303,19 @@ async fn kubectl_port_forward_reaches_the_pods_ports_through_the_apiserver_and_t
     assert!(text(&missing.stderr).contains("pods \"nope\" not found"), "{}", text(&missing.stderr));
     let raw = c.run(&["get", "--raw", "/api/v1/namespaces/default/pods/nope/portforward"]);
     assert!(text(&raw.stderr).contains("pods \"nope\" not found"), "{}", text(&raw.stderr));
+    // A pod bound to no node (no scheduler runs here): the apiserver says so.
+    let client = c.api.admin_client().await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let mut unbound = web_pod();
+    unbound.metadata.name = Some("unbound".into());
+    unbound.spec.as_mut().unwrap().node_name = None;
+    pods.create(&PostParams::default(), &unbound).await.unwrap();
+    let raw = c.run(&["get", "--raw", "/api/v1/namespaces/default/pods/unbound/portforward"]);
+    assert!(
+        text(&raw.stderr).contains("pod unbound does not have a host assigned"),
+        "{}",
+        text(&raw.stderr)
+    );
     let raw = c.run(&["get", "--raw", "/api/v1/namespaces/default/pods/web/portforward"]);
     assert!(
         text(&raw.stderr).contains("unable to upgrade: missing upgrade headers in request"),
