@@ -63,6 +63,7 @@ fn subresource_kind(r: &ResourceType, sub: &str) -> (String, String, &'static st
     match sub {
         "scale" => ("autoscaling".into(), "v1".into(), "Scale"),
         "binding" => (String::new(), "v1".into(), "Binding"),
+        "portforward" => (String::new(), "v1".into(), "PodPortForwardOptions"),
         _ => (r.group.into(), r.version.into(), r.kind),
     }
 }
@@ -71,7 +72,7 @@ fn sub_verbs(sub: &str) -> Vec<&'static str> {
     match sub {
         "binding" => vec!["create"],
         "log" => vec!["get"],
-        "exec" => vec!["create", "get"],
+        "exec" | "attach" | "portforward" => vec!["create", "get"],
         "finalize" => vec!["update"],
         _ => vec!["get", "patch", "update"],
     }

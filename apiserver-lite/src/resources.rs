@@ -70,7 +70,7 @@ pub const RESOURCES: &[ResourceType] = &[
         true,
         ["po"],
         ["all"],
-        ["status", "binding", "log", "exec", "attach"]
+        ["status", "binding", "log", "exec", "attach", "portforward"]
     ),
     rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], ["status"]),
     rt!("", "v1", "events", "event", "Event", true, ["ev"], [], []),

@@ -1,6 +1,6 @@
 //! The kubelet's secure API against the fake CRI runtime: TLS with a self-signed serving
-//! certificate, client certificates from the configured CA, 401 for anonymous callers, and
-//! `/containerLogs` reading the runtime's CRI log file. Hermetic: temp dirs, loopback, no root.
+//! certificate, client certificates from the configured CA, 401 for anonymous callers,
+//! `/containerLogs` reading the runtime's CRI log file, and `/portForward`'s refusals. Hermetic: temp dirs, loopback, no root.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -47,6 +47,18 @@ async fn get(
     path: &str,
     client: Option<(&str, &str)>,
 ) -> Option<(u16, String)> {
+    request(pki, port, "GET", path, "", client).await
+}
+
+/// [`get`] with another method and more header lines (each ending in CRLF).
+async fn request(
+    pki: &Path,
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &str,
+    client: Option<(&str, &str)>,
+) -> Option<(u16, String)> {
     let serving = std::fs::read(pki.join("kubelet.crt")).ok()?;
     let mut roots = rustls::RootCertStore::empty();
     roots.add(CertificateDer::from_pem_slice(&serving).ok()?).ok()?;
@@ -68,7 +80,8 @@ async fn get(
     let name = ServerName::try_from("127.0.0.1").unwrap();
     let mut tls =
         tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.ok()?;
-    tls.write_all(format!("GET {path} HTTP/1.0\r\nHost: kubelet\r\n\r\n").as_bytes()).await.ok()?;
+    let head = format!("{method} {path} HTTP/1.0\r\nHost: kubelet\r\n{headers}\r\n");
+    tls.write_all(head.as_bytes()).await.ok()?;
     let mut buf = Vec::new();
     let _ = tls.read_to_end(&mut buf).await;
     let text = String::from_utf8_lossy(&buf).into_owned();
@@ -142,6 +155,31 @@ async fn container_logs_need_a_client_certificate_from_the_client_ca() {
         missing,
         (404, "container \"nope\" not found in pod \"default/web-node-a\"\n".into())
     );
+
+    // Port-forward: a pod the kubelet does not run, or by another UID, is 404; a request that is
+    // no upgrade is upstream's 400.
+    let forward = |path: &'static str| get(&pki, port, path, Some((&cert, &key)));
+    assert_eq!(
+        forward("/portForward/default/nope").await,
+        Some((404, "pod \"default/nope\" not found\n".into()))
+    );
+    assert_eq!(forward("/portForward/default/web-node-a/not-its-uid").await.unwrap().0, 404);
+    let plain = forward("/portForward/default/web-node-a").await.unwrap();
+    assert_eq!(plain.0, 400);
+    assert!(
+        plain.1.starts_with("unable to upgrade: missing upgrade headers in request"),
+        "{plain:?}"
+    );
+    // A SPDY upgrade reaches the runtime, whose refusal (this one has no streaming server) is
+    // the kubelet's 500 naming the pod; a protocol the kubelet does not speak is 403.
+    let spdy = "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n";
+    let web = "/portForward/default/web-node-a";
+    let refused = request(&pki, port, "POST", web, spdy, Some((&cert, &key))).await.unwrap();
+    assert_eq!(refused.0, 500);
+    assert!(refused.1.starts_with("pod \"default/web-node-a\": runtime: "), "{refused:?}");
+    let other = spdy.replace("portforward.k8s.io", "v4.channel.k8s.io");
+    let refused = request(&pki, port, "POST", web, &other, Some((&cert, &key))).await.unwrap();
+    assert_eq!(refused.0, 403, "{refused:?}");
 
     // No certificate: 401. A certificate from another CA: refused.
     assert_eq!(get(&pki, port, path, None).await, Some((401, "Unauthorized\n".into())));

@@ -1,9 +1,11 @@
 //! The HTTP layer: who is asking (client certificate or bearer token), which route, and the
 //! response. Non-resource routes (version, health, discovery, OpenAPI) live here; resources in
-//! [`resource`], watch streaming in [`watch`], bodies in [`body`], `pods/log` and `pods/exec`
-//! proxied to kubelets in [`proxy`].
+//! [`resource`], watch streaming in [`watch`], bodies in [`body`], `pods/log`, `pods/exec` and
+//! `pods/attach` proxied to kubelets in [`proxy`], `pods/portforward` (with the WebSocket tunnel
+//! kubectl uses) in [`portforward`].
 
 pub mod body;
+pub mod portforward;
 pub mod proxy;
 mod resource;
 mod watch;
@@ -28,7 +30,7 @@ pub struct ApiState {
     pub auth: Authenticator,
     /// `host:port` clients reach this server at (for `/api`'s address list).
     pub address: String,
-    /// How `pods/log` and `pods/exec` reach kubelets.
+    /// How `pods/log`, `pods/exec`, `pods/attach` and `pods/portforward` reach kubelets.
     pub kubelet: proxy::KubeletClient,
 }
 

@@ -1,4 +1,5 @@
-//! `pods/log`, `pods/exec` and `pods/attach`, proxied to the pod's kubelet as upstream's API server does: the
+//! `pods/log`, `pods/exec` and `pods/attach` (and the connection for `pods/portforward`, see
+//! [`portforward`](super::portforward)), proxied to the pod's kubelet as upstream's API server does: the
 //! pod is looked up (404 if missing) and its container chosen (the only one when none is named;
 //! 400 naming the choices, or naming an unknown container), its node's address
 //! (`status.addresses`, by `--kubelet-preferred-address-types`) and kubelet port
@@ -286,6 +287,22 @@ pub fn locate(
     Ok(Location { host, port, container })
 }
 
+/// Finds the kubelet that runs pod `ns/name` (no container: port-forward is the pod's).
+pub fn locate_pod(state: &ApiState, ns: Option<&str>, name: &str) -> Result<Location, ApiError> {
+    let pods =
+        resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
+    let nodes = resources::find("", "v1", "nodes")
+        .ok_or_else(|| ApiError::internal("no nodes resource"))?;
+    let pod = state.registry.get(pods, ns, name)?;
+    let node_name =
+        pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()).ok_or_else(|| {
+            ApiError::bad_request(format!("pod {name} does not have a host assigned"))
+        })?;
+    let node = state.registry.get(nodes, None, node_name)?;
+    let (host, port) = node_endpoint(&node, &state.kubelet.address_types)?;
+    Ok(Location { host, port, container: String::new() })
+}
+
 /// The query the kubelet gets: the client's, without `container` (it is in the path), and for
 /// exec with upstream's `input`/`output`/`error` in place of `stdin`/`stdout`/`stderr`. Values
 /// pass as sent (still percent-encoded).
@@ -314,7 +331,7 @@ pub fn kubelet_query(raw: Option<&str>, exec: bool) -> String {
 }
 
 /// A kubelet's non-2xx answer as a `Status` with its code and text.
-async fn kubelet_error(resp: Response<Incoming>) -> ApiError {
+pub(super) async fn kubelet_error(resp: Response<Incoming>) -> ApiError {
     let code = resp.status().as_u16();
     let body = http_body_util::Limited::new(resp.into_body(), MAX_ERROR_BODY).collect().await;
     let text = body.map(|b| b.to_bytes()).unwrap_or_default();
@@ -336,7 +353,7 @@ async fn kubelet_error(resp: Response<Incoming>) -> ApiError {
 }
 
 /// Dials the kubelet and sends `req` over HTTP/1.1, driving the connection on the tracker.
-async fn send(
+pub(super) async fn send(
     client: &KubeletClient,
     loc: &Location,
     req: Request<Empty<Bytes>>,
@@ -409,7 +426,7 @@ impl HttpBody for Passthrough {
     }
 }
 
-fn kubelet_request(
+pub(super) fn kubelet_request(
     method: Method,
     loc: &Location,
     path_and_query: &str,
@@ -419,7 +436,7 @@ fn kubelet_request(
     Ok(Request::builder().method(method).uri(path_and_query).header(header::HOST, host))
 }
 
-fn segment(s: &str) -> String {
+pub(super) fn segment(s: &str) -> String {
     // Names are DNS labels/subdomains; anything else is escaped rather than trusted.
     s.bytes()
         .map(|b| match b {
@@ -508,7 +525,7 @@ pub async fn remote_command(
     user: &User,
     ns: Option<&str>,
     name: &str,
-    mut req: Request<Incoming>,
+    req: Request<Incoming>,
     container: Option<&str>,
 ) -> Result<Response<Body>, ApiError> {
     let pods =
@@ -523,7 +540,22 @@ pub async fn remote_command(
         segment(name),
         segment(&loc.container)
     );
-    let mut forward = kubelet_request(req.method().clone(), &loc, &path)?;
+    let what = format!("{}/{name}/{}", ns.unwrap_or_default(), loc.container);
+    upgrade_splice(state, &loc, &path, req, what, sub).await
+}
+
+/// Sends `req`'s upgrade to the kubelet at `loc` (`path`), and when the kubelet answers 101
+/// passes its 101 back and splices the two connections byte for byte until either closes (on
+/// the kubelet client's tracker, ending with its stop). Any other answer is a `Status`.
+pub(super) async fn upgrade_splice(
+    state: &ApiState,
+    loc: &Location,
+    path: &str,
+    mut req: Request<Incoming>,
+    what: String,
+    sub: &'static str,
+) -> Result<Response<Body>, ApiError> {
+    let mut forward = kubelet_request(req.method().clone(), loc, path)?;
     for h in UPGRADE_HEADERS.iter().chain([&HeaderName::from_static("x-stream-protocol-version")]) {
         for v in req.headers().get_all(h) {
             forward = forward.header(h, v);
@@ -531,20 +563,22 @@ pub async fn remote_command(
     }
     let forward = forward.body(Empty::new()).map_err(|e| ApiError::internal(e.to_string()))?;
     let client_upgrade = hyper::upgrade::on(&mut req);
-    let mut resp = send(&state.kubelet, &loc, forward).await?;
+    let mut resp = send(&state.kubelet, loc, forward).await?;
     if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
         return Err(kubelet_error(resp).await);
     }
     let mut out = Response::new(body::full(Bytes::new()));
     *out.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    for h in &UPGRADE_RESPONSE_HEADERS {
+    for h in UPGRADE_RESPONSE_HEADERS
+        .iter()
+        .chain([&HeaderName::from_static("x-stream-protocol-version")])
+    {
         if let Some(v) = resp.headers().get(h) {
             out.headers_mut().insert(h, v.clone());
         }
     }
     let kubelet_upgrade = hyper::upgrade::on(&mut resp);
     let stop = state.kubelet.stop.clone();
-    let what = format!("{}/{name}/{}", ns.unwrap_or_default(), loc.container);
     state.kubelet.streams.spawn(async move {
         let (client, kubelet) = match tokio::join!(client_upgrade, kubelet_upgrade) {
             (Ok(c), Ok(k)) => (c, k),

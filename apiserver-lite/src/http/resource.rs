@@ -141,6 +141,9 @@ pub async fn handle(
                 let c = container.as_deref();
                 return super::proxy::remote_command(kind, state, user, ns, n, req, c).await;
             }
+            (&Method::GET | &Method::POST, Some(n), Some("portforward")) => {
+                return super::portforward::port_forward(state, user, ns, n, req).await;
+            }
             _ => {}
         }
     }

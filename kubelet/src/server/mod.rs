@@ -5,7 +5,7 @@
 //! - [`secure`]: the authenticated API on `port` (TLS; client certificates verified against
 //!   `clientCAFile`; anonymous requests refused with 401 unless allowed): `/healthz`, `/pods`,
 //!   [`logs`] (`/containerLogs/{ns}/{pod}/{container}`) and [`exec`] (`/exec/{ns}/{pod}/{container}`
-//!   over WebSocket).
+//!   over WebSocket) and [`portforward`] (`/portForward/{ns}/{pod}` over SPDY or WebSocket).
 //! - [`authn`]: bearer tokens on the secure API, checked with the apiserver (TokenReview).
 //! - [`auth`]: who may do what on the secure API (`authorization.mode`: Webhook asks the
 //!   apiserver with a SubjectAccessReview, answers cached; or AlwaysAllow).
@@ -15,7 +15,9 @@
 //! - [`remotecommand`]: the channel protocol kubectl speaks (`v5.channel.k8s.io`,
 //!   `v4.channel.k8s.io`) and its relay to the runtime's streams.
 //! - [`spdy`]: the client side of the runtime's streaming server (CRI `Exec` URLs), SPDY/3.1
-//!   with `v4.channel.k8s.io`.
+//!   with `v4.channel.k8s.io`; frame boundaries and kinds for the port-forward splice.
+//! - [`proxy_stream`]: a client's upgraded connection spliced to the runtime's (port-forward),
+//!   with the idle timeout, the kubelet's stop and a bound on open SPDY streams.
 
 pub mod answers;
 pub mod auth;
@@ -23,6 +25,8 @@ pub mod authn;
 pub mod certs;
 pub mod exec;
 pub mod logs;
+pub mod portforward;
+pub mod proxy_stream;
 pub mod read_only;
 pub mod remotecommand;
 pub mod request;

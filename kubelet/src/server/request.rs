@@ -15,7 +15,7 @@ pub fn text_error(code: StatusCode, message: impl std::fmt::Display) -> Response
     r
 }
 
-/// Why a logs or exec request is refused; each names what it was about.
+/// Why a logs, exec or port-forward request is refused; each names what it was about.
 #[derive(Debug, thiserror::Error)]
 pub enum RequestError {
     #[error("pod \"{namespace}/{pod}\" not found")]
@@ -41,6 +41,20 @@ pub enum RequestError {
     },
     #[error("container \"{container}\" in pod \"{namespace}/{pod}\": runtime: {source}")]
     Runtime { namespace: String, pod: String, container: String, source: Box<proto::CallError> },
+    #[error(
+        "unable to upgrade: unable to negotiate protocol: client supports [{}], server accepts [{}]",
+        offered.join(" "),
+        accepted.join(" ")
+    )]
+    Negotiation { offered: Vec<String>, accepted: Vec<String> },
+    #[error("pod \"{namespace}/{pod}\" has no running sandbox (the pod is not running)")]
+    NoSandbox { namespace: String, pod: String },
+    #[error("pod \"{namespace}/{pod}\": runtime: {source}")]
+    PodRuntime { namespace: String, pod: String, source: Box<crate::runtime::RuntimeError> },
+    #[error("pod \"{namespace}/{pod}\": runtime: {source}")]
+    PodCri { namespace: String, pod: String, source: Box<proto::CallError> },
+    #[error("port-forward to pod \"{namespace}/{pod}\": {source}")]
+    PortForward { namespace: String, pod: String, source: Box<super::spdy::SpdyError> },
     #[error("exec in container \"{container}\" of pod \"{namespace}/{pod}\": {source}")]
     Streaming {
         namespace: String,
@@ -64,10 +78,20 @@ impl RequestError {
             | RequestError::NoPrevious { .. }
             | RequestError::NotRunning { .. }
             | RequestError::BadParam { .. }
+            | RequestError::NoSandbox { .. }
             | RequestError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            RequestError::Logs { .. } | RequestError::Runtime { .. } => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
+            RequestError::Negotiation { .. } => StatusCode::FORBIDDEN,
+            RequestError::Logs { .. }
+            | RequestError::Runtime { .. }
+            | RequestError::PodRuntime { .. }
+            | RequestError::PodCri { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            // The runtime's own refusal (a bad request it saw) keeps its code.
+            RequestError::PortForward { source, .. } => match **source {
+                super::spdy::SpdyError::Refused { status, .. } if (400..500).contains(&status) => {
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY)
+                }
+                _ => StatusCode::BAD_GATEWAY,
+            },
             RequestError::Streaming { .. } => StatusCode::BAD_GATEWAY,
         }
     }

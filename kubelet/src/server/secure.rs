@@ -11,8 +11,10 @@
 //! lets every authenticated caller use every endpoint.
 //!
 //! Routes: `/healthz`, `/pods`, `/containerLogs/{ns}/{pod}/{container}` ([`logs`](super::logs)),
-//! `/exec/{ns}/{pod}/{container}` and `/attach/{ns}/{pod}/{container}` ([`exec`](super::exec)). Streams (log followers, exec relays)
-//! run on the server's task tracker and stop with it.
+//! `/exec/{ns}/{pod}/{container}` and `/attach/{ns}/{pod}/{container}` ([`exec`](super::exec)),
+//! `/portForward/{ns}/{pod}[/{uid}]` ([`portforward`](super::portforward)). Streams (log
+//! followers, exec relays, port-forward splices) run on the server's task tracker and stop with
+//! it.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -37,7 +39,7 @@ use super::authn::{ApiTokenReviewer, TokenAuthenticator, bearer};
 use super::certs::{self, CertAndKey, CertError};
 use super::read_only::{self, ServerState};
 use super::request::text_error;
-use super::{exec, logs};
+use super::{exec, logs, portforward};
 use crate::config::kubelet_config::{AuthorizationMode, KubeletConfig};
 use crate::runtime::RuntimeManager;
 
@@ -130,10 +132,10 @@ pub fn tls_config(
 pub struct SecureState {
     pub read_only: ServerState,
     pub runtime: Arc<RuntimeManager>,
-    /// Log followers and exec relays; closed and waited for with the server.
+    /// Log followers, exec relays and port-forward splices; closed and waited for with the server.
     pub streams: TaskTracker,
     pub stop: CancellationToken,
-    /// How long an exec or attach stream may pass no data before it is closed.
+    /// How long an exec, attach or port-forward stream may pass no data before it is closed.
     pub idle_timeout: Option<Duration>,
 }
 
@@ -148,6 +150,14 @@ pub fn router(state: SecureState) -> axum::Router {
         .route("/containerLogs/{namespace}/{pod}/{container}", get(logs::container_logs))
         .route("/exec/{namespace}/{pod}/{container}", get(exec::exec).post(exec::exec))
         .route("/attach/{namespace}/{pod}/{container}", get(exec::attach).post(exec::attach))
+        .route(
+            "/portForward/{namespace}/{pod}",
+            get(portforward::port_forward).post(portforward::port_forward),
+        )
+        .route(
+            "/portForward/{namespace}/{pod}/{uid}",
+            get(portforward::port_forward_uid).post(portforward::port_forward_uid),
+        )
         .with_state(state)
         .merge(read_only)
 }
@@ -252,7 +262,7 @@ impl SecureServer {
         let router = router(state.clone());
         let connections = TaskTracker::new();
         let stop = state.stop.clone();
-        tracing::info!(addr = ?self.listener.local_addr().ok(), "serving the kubelet API (/containerLogs, /exec, /attach, /pods, /healthz) over TLS");
+        tracing::info!(addr = ?self.listener.local_addr().ok(), "serving the kubelet API (/containerLogs, /exec, /attach, /portForward, /pods, /healthz) over TLS");
         loop {
             let (tcp, remote) = tokio::select! {
                 () = stop.cancelled() => break,

@@ -139,6 +139,65 @@ pub fn decode(buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
     Ok(Some(frame))
 }
 
+/// What a relay needs to know of a frame without taking it apart: its length, and which stream
+/// it opens, carries data on, half-closes or resets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    /// `SYN_STREAM`: the sender opens `stream` (half-closed at once with `fin`).
+    SynStream { stream: u32, fin: bool },
+    /// `SYN_REPLY`: the receiver accepts `stream`.
+    SynReply { stream: u32, fin: bool },
+    /// `DATA` (`empty`: no payload, e.g. a bare `FIN`).
+    Data { stream: u32, fin: bool, empty: bool },
+    /// `HEADERS` on `stream`.
+    Headers { stream: u32, fin: bool },
+    /// `RST_STREAM`: `stream` is gone both ways.
+    RstStream { stream: u32 },
+    /// `PING`, `GOAWAY`, `SETTINGS`, `WINDOW_UPDATE` and unknown control frames.
+    Connection,
+}
+
+/// The first whole frame in `buf`: its length in bytes (header included) and kind; `None` when
+/// more bytes are needed. Nothing is consumed, so the caller forwards the bytes unchanged.
+pub fn peek(buf: &[u8]) -> Result<Option<(usize, FrameKind)>, FrameError> {
+    if buf.len() < 8 {
+        return Ok(None);
+    }
+    let flags = buf[4];
+    let len = usize::try_from(u32_at(buf, 4) & 0x00ff_ffff).unwrap_or(usize::MAX);
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge { len });
+    }
+    if buf.len() < 8 + len {
+        return Ok(None);
+    }
+    let fin = flags & FLAG_FIN != 0;
+    let first = u32_at(buf, 0);
+    if buf[0] & 0x80 == 0 {
+        let stream = first & 0x7fff_ffff;
+        return Ok(Some((8 + len, FrameKind::Data { stream, fin, empty: len == 0 })));
+    }
+    let version = u16::try_from((first >> 16) & 0x7fff).unwrap_or(0);
+    if version != VERSION {
+        return Err(FrameError::Version(version));
+    }
+    let kind = u16::try_from(first & 0xffff).unwrap_or(0);
+    let body = &buf[8..8 + len];
+    let opens = matches!(kind, SYN_STREAM | SYN_REPLY | HEADERS | RST_STREAM);
+    if opens && body.len() < 4 {
+        return Err(FrameError::Short { kind, len });
+    }
+    let stream = || u32_at(body, 0) & 0x7fff_ffff;
+    let frame = match kind {
+        SYN_STREAM => FrameKind::SynStream { stream: stream(), fin },
+        SYN_REPLY => FrameKind::SynReply { stream: stream(), fin },
+        HEADERS => FrameKind::Headers { stream: stream(), fin },
+        RST_STREAM => FrameKind::RstStream { stream: stream() },
+        _ => FrameKind::Connection,
+    };
+    Ok(Some((8 + len, frame)))
+}
+
 fn control(kind: u16, flags: u8, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + body.len());
     out.extend_from_slice(&(0x8000 | VERSION).to_be_bytes());
@@ -163,6 +222,17 @@ pub fn data_frame(stream: u32, fin: bool, data: &[u8]) -> Vec<u8> {
 /// A `PING` frame (also the reply to one: the same id).
 pub fn ping_frame(id: u32) -> Vec<u8> {
     control(PING, 0, &id.to_be_bytes())
+}
+
+/// `RST_STREAM` status: the stream was refused before any processing (SPDY/3 `REFUSED_STREAM`).
+pub const REFUSED_STREAM: u32 = 3;
+
+/// A `RST_STREAM` frame for `stream` with `status`.
+pub fn rst_stream_frame(stream: u32, status: u32) -> Vec<u8> {
+    let mut body = Vec::with_capacity(8);
+    body.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
+    body.extend_from_slice(&status.to_be_bytes());
+    control(RST_STREAM, 0, &body)
 }
 
 /// A `GOAWAY` frame: we accepted no streams of the server's.
@@ -257,6 +327,72 @@ pub fn split_url(url: &str) -> Result<(&str, &str), SpdyError> {
     Ok((authority, path))
 }
 
+/// The header naming the stream protocol asked for and agreed on.
+pub const PROTOCOL_HEADER: &str = "X-Stream-Protocol-Version";
+
+/// An HTTP/1.1 response head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+}
+
+impl ResponseHead {
+    /// Parses a head (status line and header lines; the blank line may be included). A status
+    /// line that cannot be read gives status 0.
+    pub fn parse(head: &[u8]) -> Self {
+        let text = String::from_utf8_lossy(head);
+        let mut lines = text.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|c| c.parse::<u16>().ok())
+            .unwrap_or(0);
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        Self { status, headers }
+    }
+
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads a response head (at most 16 KiB) into `buf` and parses it; the bytes after it stay in
+/// `buf`. `None` when the peer closed first.
+pub async fn read_response_head<R>(
+    reader: &mut R,
+    buf: &mut BytesMut,
+) -> std::io::Result<Option<ResponseHead>>
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    let end = loop {
+        if let Some(i) = memchr::memmem::find(buf, b"\r\n\r\n") {
+            break i + 4;
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(std::io::Error::other("response head too long"));
+        }
+        if reader.read_buf(buf).await? == 0 {
+            return Ok(None);
+        }
+    };
+    Ok(Some(ResponseHead::parse(&buf.split_to(end))))
+}
+
+/// Whatever of a refusal's body arrives within 200 ms, up to 1 KiB (error bodies are short).
+pub async fn refusal_body<R>(reader: &mut R, buf: &mut BytesMut) -> String
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    let _ = tokio::time::timeout(Duration::from_millis(200), reader.read_buf(buf)).await;
+    String::from_utf8_lossy(&buf[..buf.len().min(1024)]).trim().to_string()
+}
+
 /// What the runtime sent, for the relay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -324,7 +460,7 @@ impl RuntimeStreams {
         opts: StreamOptions,
     ) -> Result<(), SpdyError> {
         let request = format!(
-            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: kubelet\r\nContent-Length: 0\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: {PROTOCOL}\r\n\r\n"
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: kubelet\r\nContent-Length: 0\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n{PROTOCOL_HEADER}: {PROTOCOL}\r\n\r\n"
         );
         self.write_all(request.as_bytes()).await?;
         self.read_upgrade_response().await?;
@@ -359,44 +495,15 @@ impl RuntimeStreams {
     }
 
     async fn read_upgrade_response(&mut self) -> Result<(), SpdyError> {
-        let io = |source| SpdyError::Io { url: self.url.clone(), source };
-        let end = loop {
-            if let Some(i) = memchr::memmem::find(&self.buf, b"\r\n\r\n") {
-                break i + 4;
-            }
-            if self.buf.len() > MAX_HEAD {
-                return Err(io(std::io::Error::other("response head too long")));
-            }
-            if self.reader.read_buf(&mut self.buf).await.map_err(io)? == 0 {
-                return Err(SpdyError::Closed { url: self.url.clone() });
-            }
-        };
-        let head = self.buf.split_to(end);
-        let text = String::from_utf8_lossy(&head);
-        let mut lines = text.split("\r\n");
-        let status = lines
-            .next()
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|c| c.parse::<u16>().ok())
-            .unwrap_or(0);
-        let header = |name: &str| {
-            text.split("\r\n").skip(1).find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-            })
-        };
-        if status != 101 {
-            // Whatever of the body has arrived (error bodies are short).
-            let _ = tokio::time::timeout(
-                Duration::from_millis(200),
-                self.reader.read_buf(&mut self.buf),
-            )
-            .await;
-            let body =
-                String::from_utf8_lossy(&self.buf[..self.buf.len().min(1024)]).trim().to_string();
-            return Err(SpdyError::Refused { url: self.url.clone(), status, body });
+        let head = read_response_head(&mut self.reader, &mut self.buf)
+            .await
+            .map_err(|source| SpdyError::Io { url: self.url.clone(), source })?
+            .ok_or_else(|| SpdyError::Closed { url: self.url.clone() })?;
+        if head.status != 101 {
+            let body = refusal_body(&mut self.reader, &mut self.buf).await;
+            return Err(SpdyError::Refused { url: self.url.clone(), status: head.status, body });
         }
-        let protocol = header("X-Stream-Protocol-Version").unwrap_or_default();
+        let protocol = head.header(PROTOCOL_HEADER).unwrap_or_default().to_string();
         if protocol != PROTOCOL {
             return Err(SpdyError::Protocol { url: self.url.clone(), protocol });
         }
@@ -586,6 +693,46 @@ mod tests {
         assert_eq!(&frame[..4], &[0x80, 3, 0, 1]);
         assert_eq!(usize::from(frame[7]), 10 + second.len());
         assert_eq!(&frame[8..12], &[0, 0, 0, 3]);
+    }
+
+    #[test]
+    fn peek_tells_each_frames_length_and_stream_without_consuming() {
+        let syn = syn_stream_frame(5, &HeaderEncoder::default().encode(&[("port", "80")]));
+        let mut fin_syn = syn.clone();
+        fin_syn[4] = FLAG_FIN;
+        let frames = [
+            (syn.clone(), FrameKind::SynStream { stream: 5, fin: false }),
+            (fin_syn, FrameKind::SynStream { stream: 5, fin: true }),
+            (control(SYN_REPLY, 0, &[0, 0, 0, 5]), FrameKind::SynReply { stream: 5, fin: false }),
+            (data_frame(5, true, b""), FrameKind::Data { stream: 5, fin: true, empty: true }),
+            (data_frame(5, false, b"x"), FrameKind::Data { stream: 5, fin: false, empty: false }),
+            (rst_stream_frame(5, REFUSED_STREAM), FrameKind::RstStream { stream: 5 }),
+            (ping_frame(1), FrameKind::Connection),
+            (goaway_frame(), FrameKind::Connection),
+        ];
+        for (bytes, kind) in frames {
+            assert_eq!(peek(&bytes[..bytes.len() - 1]), Ok(None), "{kind:?} needs all its bytes");
+            let mut more = bytes.clone();
+            more.extend_from_slice(b"next");
+            assert_eq!(peek(&more), Ok(Some((bytes.len(), kind))));
+        }
+        let rst = rst_stream_frame(7, REFUSED_STREAM);
+        assert_eq!(&rst[8..], &[0, 0, 0, 7, 0, 0, 0, 3]);
+        assert_eq!(
+            peek(&control(RST_STREAM, 0, &[0, 0])),
+            Err(FrameError::Short { kind: RST_STREAM, len: 2 })
+        );
+    }
+
+    #[test]
+    fn response_heads_give_status_and_headers_in_any_case() {
+        let head = ResponseHead::parse(
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nx-stream-protocol-version: portforward.k8s.io\r\n\r\n",
+        );
+        assert_eq!(head.status, 101);
+        assert_eq!(head.header("X-Stream-Protocol-Version"), Some("portforward.k8s.io"));
+        assert_eq!(head.header("upgrade"), None);
+        assert_eq!(ResponseHead::parse(b"garbage").status, 0);
     }
 
     #[test]
