@@ -187,3 +187,14 @@ async fn a_port_that_resolves_nowhere_is_reported_and_thrown_away() {
         "{events:?}"
     );
 }
+
+#[tokio::test]
+async fn a_command_that_hangs_fails_within_the_timeout() {
+    let (ctx, fake, _dir) = context().await;
+    fake.runtime().set_delay(fake_cri::Rpc::ExecSync, Some(Duration::from_secs(30)));
+    let started = std::time::Instant::now();
+    let out =
+        exec::probe(&ctx.cri, "c1", &["sleep".into(), "60".into()], Duration::from_secs(1)).await;
+    assert_eq!(out, Outcome::Failure("command \"sleep 60\" timed out".into()));
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}
