@@ -1,10 +1,14 @@
 //! The kubelet's events: what happened to pods and manifest files, for operators.
 //!
 //! - [`reference`]: what an event is about ([`ObjectRef`]: a pod, a container of it, a file).
+//! - [`api`]: pod events to the apiserver when joined (static pods' to their mirror pods),
+//!   through the shared `record` writer.
 //!
 //! [`Recorder`] keeps a bounded local list (the oldest events are dropped), mirrored to the
-//! log and served at `/events`.
+//! log and served at `/events`, standalone or joined; joined, pod events also go to the
+//! apiserver. Recording never waits, whatever the apiserver does.
 
+pub mod api;
 pub mod reference;
 
 use std::collections::VecDeque;
@@ -13,16 +17,11 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
+pub use record::EventType;
 pub use reference::{ObjectRef, PodRef};
 
 /// How many events are kept.
 pub const CAPACITY: usize = 1000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
 
 /// One event as `/events` shows it: like a core/v1 Event, about a pod (`pod/<ns>/<name>`, with
 /// the container's `fieldPath`) or a file (`file/<path>`).
@@ -42,9 +41,15 @@ pub struct LocalEvent {
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     events: Arc<Mutex<VecDeque<LocalEvent>>>,
+    api: Option<Arc<api::ApiEvents>>,
 }
 
 impl Recorder {
+    /// A recorder that also sends pod events to the apiserver.
+    pub fn joined(api: Arc<api::ApiEvents>) -> Self {
+        Self { events: Arc::default(), api: Some(api) }
+    }
+
     /// Records an event; never waits.
     pub fn record(
         &self,
@@ -53,7 +58,10 @@ impl Recorder {
         reason: &str,
         message: impl Into<String>,
     ) {
-        let message = message.into();
+        let message = record::event::truncate_message(message.into());
+        if let (Some(api), ObjectRef::Pod(pod)) = (&self.api, object) {
+            api.record(pod, type_, reason, &message);
+        }
         let field_path = object.field_path();
         match type_ {
             EventType::Normal => tracing::info!(reason, %object, field_path, "{message}"),
