@@ -118,7 +118,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     };
     let machine = MachineInfo::read(Path::new("/"));
     let host_ip = config.node_ip.map(|ip| ip.to_string()).or_else(host_ip);
-    let runtime = Arc::new(RuntimeManager::new(
+    let runtime = RuntimeManager::new(
         cri.clone(),
         RuntimeConfig {
             pod_logs_dir: config.pod_logs_dir.clone(),
@@ -132,7 +132,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             host_ip: host_ip.clone(),
         },
         Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
-    ));
+    );
+    let runtime = Arc::new(runtime.with_recorder(recorder.clone()));
     let statuses = Arc::new(StatusManager::default());
     let queue = Arc::new(WorkQueue::default());
 

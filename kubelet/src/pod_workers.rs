@@ -249,10 +249,11 @@ async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) {
 /// Kills and removes the pod, retrying until the runtime lets it.
 async fn terminate(ctx: &WorkerContext, uid: &str, grace: Option<Duration>) {
     ctx.queue.forget(uid);
+    let pod = ctx.statuses.pod(uid); // for events; the kill itself works from runtime state
     let mut retry = ERROR_REQUEUE;
     loop {
         let result = async {
-            ctx.runtime.kill_pod(uid, grace).await?;
+            ctx.runtime.kill_pod(pod.as_deref(), uid, grace).await?;
             ctx.runtime.remove_pod(uid).await
         }
         .await;

@@ -162,11 +162,6 @@ impl SyncLoop {
                 }
                 Op::Remove => {
                     if self.pods.remove(&uid).is_some() {
-                        self.recorder.normal(
-                            &ObjectRef::pod(&pod),
-                            "Killing",
-                            "pod removed from its source; stopping it",
-                        );
                         self.workers
                             .update(&uid, Work::Terminate { grace: Some(grace_period(&pod)) });
                     } else {
