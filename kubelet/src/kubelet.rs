@@ -18,9 +18,8 @@ use crate::config::apiserver::ApiSource;
 use crate::config::file::FileSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
-use crate::events::api::ApiEvents;
 use crate::events::{self, Recorder};
-use crate::mirror::{MirrorSync, MirrorView};
+use crate::mirror::MirrorSync;
 use crate::node_status::machine::ReadingSource;
 use crate::node_status::reporter::NodeStatusReporter;
 use crate::node_status::{MachineInfo, NodeFacts};
@@ -79,22 +78,17 @@ async fn api_client(path: &Path) -> Result<kube::Client, KubeletError> {
 }
 
 /// The recorder of a joined kubelet: pod events also go to the apiserver, through the shared
-/// writer (its bounded queue and the static pods' wait for their mirrors run on `tasks`).
+/// writer, which runs on `tasks`.
 fn joined_recorder(
     client: &kube::Client,
     node_name: &str,
-    mirrors: &watch::Receiver<MirrorView>,
     tasks: &TaskTracker,
     stop: &CancellationToken,
 ) -> Recorder {
-    let source =
-        record::Source { component: events::api::COMPONENT.into(), host: Some(node_name.into()) };
-    let (events, queue) = record::channel(source, record::QUEUE_CAPACITY);
+    let (events, queue) = events::api::channel(node_name);
     let writer = record::EventWriter::new(record::KubeSink::new(client.clone()), queue);
     tasks.spawn(writer.run(stop.clone()));
-    let api = Arc::new(ApiEvents::new(events, mirrors.clone()));
-    tasks.spawn(api.clone().run(stop.clone()));
-    Recorder::joined(api)
+    Recorder::joined(events)
 }
 
 /// Runs the kubelet until `stop` is cancelled. Pods keep running after it returns.
@@ -111,9 +105,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
 
     let tasks = TaskTracker::new();
     let child = stop.child_token();
-    let (mirrors_tx, mirrors_rx) = watch::channel(None);
     let recorder = match &client {
-        Some(client) => joined_recorder(client, &config.node_name, &mirrors_rx, &tasks, &child),
+        Some(client) => joined_recorder(client, &config.node_name, &tasks, &child),
         None => Recorder::default(),
     };
     let machine = MachineInfo::read(Path::new("/"));
@@ -156,6 +149,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         };
         tasks.spawn(source.run(sets_tx.clone(), manifests_tx, child.clone()));
     }
+    let (mirrors_tx, mirrors_rx) = watch::channel(None);
     if let Some(client) = &client {
         expected.push(Source::Api);
         let source = ApiSource {

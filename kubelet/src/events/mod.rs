@@ -1,8 +1,8 @@
 //! The kubelet's events: what happened to pods and manifest files, for operators.
 //!
 //! - [`reference`]: what an event is about ([`ObjectRef`]: a pod, a container of it, a file).
-//! - [`api`]: pod events to the apiserver when joined (static pods' to their mirror pods),
-//!   through the shared `record` writer.
+//! - [`api`]: pod events as the apiserver gets them when joined, through the shared `record`
+//!   writer (a static pod's under the UID its mirror pod names).
 //!
 //! [`Recorder`] keeps a bounded local list (the oldest events are dropped), mirrored to the
 //! log and served at `/events`, standalone or joined; joined, pod events also go to the
@@ -41,12 +41,12 @@ pub struct LocalEvent {
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     events: Arc<Mutex<VecDeque<LocalEvent>>>,
-    api: Option<Arc<api::ApiEvents>>,
+    api: Option<record::EventRecorder>,
 }
 
 impl Recorder {
-    /// A recorder that also sends pod events to the apiserver.
-    pub fn joined(api: Arc<api::ApiEvents>) -> Self {
+    /// A recorder that also sends pod events to the apiserver, through `api`.
+    pub fn joined(api: record::EventRecorder) -> Self {
         Self { events: Arc::default(), api: Some(api) }
     }
 
@@ -60,7 +60,7 @@ impl Recorder {
     ) {
         let message = record::event::truncate_message(message.into());
         if let (Some(api), ObjectRef::Pod(pod)) = (&self.api, object) {
-            api.record(pod, type_, reason, &message);
+            api.event(&api::object_reference(pod), type_, reason, &message);
         }
         let field_path = object.field_path();
         match type_ {

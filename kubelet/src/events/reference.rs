@@ -7,9 +7,6 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::config::Source;
-use crate::status::manager::source_of;
-
 /// The object an event is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjectRef {
@@ -27,24 +24,17 @@ pub struct PodRef {
     /// `spec.containers{<name>}`, `spec.initContainers{<name>}` or
     /// `spec.ephemeralContainers{<name>}` for an event about a container.
     pub field_path: Option<String>,
-    /// For a static pod: its `kubernetes.io/config.hash`, which the mirror pod that stands for
-    /// it in the apiserver carries (its events go to that mirror).
-    pub static_hash: Option<String>,
 }
 
 impl PodRef {
     /// The pod itself.
     pub fn of(pod: &Pod) -> Self {
         let meta = &pod.metadata;
-        let static_hash = (source_of(pod) == Some(Source::File))
-            .then(|| meta.annotations.as_ref()?.get(api::keys::CONFIG_HASH).cloned())
-            .flatten();
         Self {
             namespace: meta.namespace.clone().unwrap_or_else(|| "default".into()),
             name: meta.name.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
             field_path: None,
-            static_hash,
         }
     }
 
@@ -110,9 +100,9 @@ impl fmt::Display for ObjectRef {
 mod tests {
     use super::*;
 
-    fn pod(annotations: serde_json::Value) -> Pod {
+    fn pod() -> Pod {
         serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "web-n", "namespace": "prod", "uid": "u1", "annotations": annotations},
+            "metadata": {"name": "web-n", "namespace": "prod", "uid": "u1"},
             "spec": {
                 "initContainers": [{"name": "setup"}],
                 "containers": [{"name": "app"}],
@@ -123,7 +113,7 @@ mod tests {
 
     #[test]
     fn container_references_carry_upstreams_field_paths() {
-        let p = pod(serde_json::json!({}));
+        let p = pod();
         assert_eq!(
             PodRef::container(&p, "app").field_path.as_deref(),
             Some("spec.containers{app}")
@@ -142,13 +132,7 @@ mod tests {
     }
 
     #[test]
-    fn only_static_pods_carry_their_config_hash() {
-        let api = pod(serde_json::json!({"kubernetes.io/config.source": "api"}));
-        assert_eq!(PodRef::of(&api).static_hash, None);
-        let file = pod(serde_json::json!({
-            "kubernetes.io/config.source": "file", "kubernetes.io/config.hash": "h1",
-        }));
-        assert_eq!(PodRef::of(&file).static_hash.as_deref(), Some("h1"));
+    fn files_read_as_before() {
         assert_eq!(ObjectRef::file(Path::new("/m/a.yaml")).to_string(), "file//m/a.yaml");
     }
 }
