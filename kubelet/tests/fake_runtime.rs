@@ -377,6 +377,12 @@ async fn a_pods_start_pulls_and_crash_loop_are_told_in_upstreams_events() {
     n.write("web.yaml", &manifest("web", "busybox:1.35", ""));
     n.write("pulled.yaml", &manifest("pulled", "other:2", ""));
     n.write("absent.yaml", &manifest("absent", "missing:1", ""));
+    let missing = n.dir.path().join("not-there");
+    let volume = format!(
+        "  volumes:\n  - name: data\n    hostPath:\n      path: {}\n      type: Directory\n",
+        missing.display()
+    );
+    n.write("mount.yaml", &manifest("mount", "busybox:1.35", &volume));
     n.write(
         "crash.yaml",
         &manifest("crash", "busybox:1.35", "").replace("- name: app", "- name: crasher"),
@@ -426,6 +432,18 @@ async fn a_pods_start_pulls_and_crash_loop_are_told_in_upstreams_events() {
         .await;
     assert!(failed[0].1.starts_with("Failed to pull image \"missing:1\": "), "{failed:?}");
     assert_eq!(failed[1], (app.clone(), "Error: ErrImagePull".into()));
+
+    // A volume that cannot be set up.
+    let mount = n
+        .eventually("FailedMount", async |n| {
+            events_of(n, "mount-node-a", "FailedMount").await.pop()
+        })
+        .await;
+    assert!(
+        mount.0.is_empty()
+            && mount.1.starts_with("MountVolume.SetUp failed for volume \"data\" : "),
+        "{mount:?}"
+    );
 
     // A crashing container backs off, as upstream words it.
     let backoff = n

@@ -160,6 +160,9 @@ impl RuntimeManager {
         let volumes = match volumes::prepare(pod, &self.config.root_dir) {
             Ok(v) => v,
             Err(e) => {
+                let message =
+                    format!("MountVolume.SetUp failed for volume {:?} : {}", e.volume, e.reason);
+                self.recorder.warning(&ObjectRef::pod(pod), "FailedMount", message);
                 let spec = pod.spec.as_ref();
                 for c in spec
                     .into_iter()
