@@ -18,7 +18,7 @@ use crate::config::apiserver::ApiSource;
 use crate::config::file::FileSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
-use crate::events::Recorder;
+use crate::events::{self, Recorder};
 use crate::mirror::MirrorSync;
 use crate::node_status::machine::ReadingSource;
 use crate::node_status::reporter::NodeStatusReporter;
@@ -78,6 +78,20 @@ async fn api_client(path: &Path) -> Result<kube::Client, KubeletError> {
         .map_err(|source| KubeletError::Client { path: path.into(), source })
 }
 
+/// The recorder of a joined kubelet: pod events also go to the apiserver, through the shared
+/// writer, which runs on `tasks`.
+fn joined_recorder(
+    client: &kube::Client,
+    node_name: &str,
+    tasks: &TaskTracker,
+    stop: &CancellationToken,
+) -> Recorder {
+    let (events, queue) = events::api::channel(node_name);
+    let writer = record::EventWriter::new(record::KubeSink::new(client.clone()), queue);
+    tasks.spawn(writer.run(stop.clone()));
+    Recorder::joined(events)
+}
+
 /// Runs the kubelet until `stop` is cancelled. Pods keep running after it returns.
 pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), KubeletError> {
     config.validate()?;
@@ -90,7 +104,12 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     };
     let Some(cri) = connect_runtime(&endpoint, options, &stop).await else { return Ok(()) };
 
-    let recorder = Recorder::default();
+    let tasks = TaskTracker::new();
+    let child = stop.child_token();
+    let recorder = match &client {
+        Some(client) => joined_recorder(client, &config.node_name, &tasks, &child),
+        None => Recorder::default(),
+    };
     let machine = MachineInfo::read(Path::new("/"));
     let host_ip = config.node_ip.map(|ip| ip.to_string()).or_else(host_ip);
     let runtime = Arc::new(RuntimeManager::new(
@@ -111,8 +130,6 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     ));
     let statuses = Arc::new(StatusManager::default());
     let queue = Arc::new(WorkQueue::default());
-    let tasks = TaskTracker::new();
-    let child = stop.child_token();
 
     let (sets_tx, sets_rx) = mpsc::channel(16);
     let (updates_tx, updates_rx) = mpsc::channel(64);

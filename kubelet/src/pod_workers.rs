@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::active_deadline::{self, Deadline};
-use crate::events::Recorder;
+use crate::events::{ObjectRef, Recorder};
 use crate::prober::ProbeResults;
 use crate::runtime::sync::{ERROR_REQUEUE, SyncOutcome, Waiting, grace_period};
 use crate::runtime::{KillOptions, RuntimeManager};
@@ -262,14 +262,6 @@ pub struct PodWorkers {
     stop: CancellationToken,
 }
 
-fn pod_ref(pod: &Pod) -> String {
-    format!(
-        "pod/{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
 impl PodWorkers {
     pub fn new(ctx: Arc<WorkerContext>, stop: CancellationToken) -> Self {
         Self { workers: HashMap::new(), ctx, tracker: TaskTracker::new(), stop }
@@ -384,7 +376,7 @@ async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) -> bool {
         Ok(outcome) => {
             ctx.reasons.set(uid, outcome.waiting.clone());
             if let Some(e) = &outcome.error {
-                ctx.recorder.warning("FailedCreatePodSandBox", &pod_ref(pod), e.clone());
+                ctx.recorder.warning(&ObjectRef::pod(pod), "FailedCreatePodSandBox", e.clone());
             }
             let status = generate(ctx, pod, &outcome, None);
             let finished = status::is_terminal(&status);
@@ -399,7 +391,7 @@ async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) -> bool {
             finished
         }
         Err(e) => {
-            ctx.recorder.warning("FailedSync", &pod_ref(pod), e.to_string());
+            ctx.recorder.warning(&ObjectRef::pod(pod), "FailedSync", e.to_string());
             ctx.queue.enqueue(uid, ERROR_REQUEUE);
             false
         }
@@ -426,7 +418,7 @@ fn generate(
 /// The kubelet fails the pod itself (its deadline passed): everything is stopped, and the
 /// status says why. Always finishes the pod.
 async fn fail(ctx: &WorkerContext, uid: &str, pod: &Pod, failure: PodFailure) -> bool {
-    ctx.recorder.normal(&failure.reason, &pod_ref(pod), failure.message.clone());
+    ctx.recorder.normal(&ObjectRef::pod(pod), &failure.reason, failure.message.clone());
     kill(ctx, uid, Some(pod), Some(grace_period(pod)), true).await;
     let mut outcome = SyncOutcome::default();
     match ctx.runtime.pod_status(uid).await {

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::mux::SourcesReady;
 use crate::config::{Op, PodUpdate, Source};
-use crate::events::Recorder;
+use crate::events::{ObjectRef, Recorder};
 use crate::pleg::{PodLifecycleEvent, RuntimePods};
 use crate::pod_workers::{PodWorkers, Work, WorkQueue};
 use crate::prober::{ProbeManager, ProbeResults, ProbeUpdate};
@@ -83,14 +83,6 @@ fn first_pods_handled(ready: &SourcesReady, config: &mpsc::Receiver<PodUpdate>) 
 
 fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
-}
-
-fn pod_ref(pod: &Pod) -> String {
-    format!(
-        "pod/{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
 }
 
 impl SyncLoop {
@@ -218,11 +210,6 @@ impl SyncLoop {
                 Op::Remove => {
                     let forced = update.source == Source::Api;
                     if self.pods.remove(&uid).is_some() {
-                        self.recorder.normal(
-                            "Killing",
-                            &pod_ref(&pod),
-                            "pod removed from its source; stopping it",
-                        );
                         let grace = if forced { FORCED_GRACE } else { grace_period(&pod) };
                         self.terminate(&uid, pod, Some(grace));
                     } else if forced && self.workers.contains(&uid) {
@@ -252,7 +239,7 @@ impl SyncLoop {
                 self.pods.len(),
                 self.max_pods
             );
-            self.recorder.warning("OutOfpods", &pod_ref(&pod), message.clone());
+            self.recorder.warning(&ObjectRef::pod(&pod), "OutOfpods", message.clone());
             let status = PodStatus {
                 phase: Some("Failed".into()),
                 reason: Some("OutOfpods".into()),

@@ -234,6 +234,23 @@ mod tests {
     }
 
     #[test]
+    fn event_sources_read_as_kubectl_prints_them() {
+        let source = |o: serde_json::Value| {
+            let row = printers::event(&o, jiff::Timestamp::now(), printers::Event::Core);
+            row.into_iter().find(|(c, _)| c.name == "Source").map(|(_, v)| v).unwrap()
+        };
+        let kubelet = json!({"source": {"component": "kubelet", "host": "node-a"}});
+        assert_eq!(source(kubelet), "kubelet, node-a");
+        assert_eq!(
+            source(json!({"source": {"component": "default-scheduler"}})),
+            "default-scheduler"
+        );
+        let reported = json!({"reportingController": "c", "reportingInstance": "i"});
+        assert_eq!(source(reported), "c, i");
+        assert_eq!(source(json!({})), "<unknown>");
+    }
+
+    #[test]
     fn default_columns_are_kubectls_for_each_kind() {
         let headers = |group: &str, name: &str| -> Vec<String> {
             let r = find(group, "v1", name).unwrap();

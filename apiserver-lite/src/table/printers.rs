@@ -162,12 +162,31 @@ fn node(o: &Value, now: jiff::Timestamp) -> Row {
 
 /// Which events API an event comes from: the fields that name the object and the message differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Event {
+pub(super) enum Event {
     Core,
     EventsV1,
 }
 
-fn event(o: &Value, now: jiff::Timestamp, api: Event) -> Row {
+/// Upstream's `formatEventSource`: `<component>, <host>` from `source` (`deprecatedSource` in
+/// events.k8s.io), else from `reportingController`/`reportingInstance`; `<unknown>` without a
+/// component.
+fn event_source(o: &Value, api: Event) -> String {
+    let source = match api {
+        Event::Core => &o["source"],
+        Event::EventsV1 => &o["deprecatedSource"],
+    };
+    let first_non_empty =
+        |a: &Value, b: &Value| Some(s(a)).filter(|a| !a.is_empty()).unwrap_or_else(|| s(b));
+    let component = first_non_empty(&source["component"], &o["reportingController"]);
+    let instance = first_non_empty(&source["host"], &o["reportingInstance"]);
+    match (component.is_empty(), instance.is_empty()) {
+        (true, _) => "<unknown>".into(),
+        (false, true) => component,
+        (false, false) => format!("{component}, {instance}"),
+    }
+}
+
+pub(super) fn event(o: &Value, now: jiff::Timestamp, api: Event) -> Row {
     let (obj, message) = match api {
         Event::Core => (&o["involvedObject"], &o["message"]),
         Event::EventsV1 => (&o["regarding"], &o["note"]),
@@ -183,11 +202,7 @@ fn event(o: &Value, now: jiff::Timestamp, api: Event) -> Row {
         created,
     ]);
     let first = first_string(&[&o["firstTimestamp"], &o["eventTime"], created]);
-    let source = if o["source"]["component"].is_string() {
-        s(&o["source"]["component"])
-    } else {
-        s(&o["reportingController"])
-    };
+    let source = event_source(o, api);
     vec![
         (col("Last Seen", "string", 0), json!(age(&last, now))),
         (col("Type", "string", 0), str(&o["type"])),

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::results::{ProbeKind, ProbeResult, ProbeUpdate};
 use super::{Handler, Outcome, ProberContext};
+use crate::events::ObjectRef;
 
 /// Upstream's defaults.
 const DEFAULT_PERIOD: i32 = 10;
@@ -52,12 +53,9 @@ impl ProbeTarget {
         positive(self.probe.success_threshold.unwrap_or(DEFAULT_THRESHOLD_SUCCESS))
     }
 
-    fn pod_ref(&self) -> String {
-        format!(
-            "pod/{}/{}",
-            self.pod.metadata.namespace.as_deref().unwrap_or_default(),
-            self.pod.metadata.name.as_deref().unwrap_or_default()
-        )
+    /// What its events are about: the probed container.
+    fn object(&self) -> ObjectRef {
+        ObjectRef::container(&self.pod, &self.container.name)
     }
 }
 
@@ -182,8 +180,8 @@ pub(crate) async fn probe_once(
         Ok(h) => h,
         Err(e) => {
             ctx.recorder.warning(
+                &target.object(),
                 "Unhealthy",
-                &target.pod_ref(),
                 format!("{} probe errored and resulted in unknown state: {e}", target.kind.title()),
             );
             return true;
@@ -201,24 +199,24 @@ pub(crate) async fn probe_once(
         Outcome::Success(_) => ProbeResult::Success,
         Outcome::Warning(w) => {
             ctx.recorder.warning(
+                &target.object(),
                 "ProbeWarning",
-                &target.pod_ref(),
                 format!("{title} probe warning: {w}"),
             );
             ProbeResult::Success
         }
         Outcome::Failure(f) => {
             ctx.recorder.warning(
+                &target.object(),
                 "Unhealthy",
-                &target.pod_ref(),
                 format!("{title} probe failed: {f}"),
             );
             ProbeResult::Failure
         }
         Outcome::Unknown(e) => {
             ctx.recorder.warning(
+                &target.object(),
                 "Unhealthy",
-                &target.pod_ref(),
                 format!("{title} probe errored and resulted in unknown state: {e}"),
             );
             return true; // thrown away, as upstream

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
 use tokio::time::Instant;
 
 use super::RuntimeManager;
+use crate::events::ObjectRef;
 use crate::prober::{self, Outcome};
 
 /// The `User-Agent` of hook requests, as upstream's `kube-lifecycle/<major.minor>`.
@@ -28,14 +29,6 @@ fn pod_name(pod: &Pod) -> String {
         pod.metadata.name.as_deref().unwrap_or_default(),
         pod.metadata.namespace.as_deref().unwrap_or_default(),
         pod.metadata.uid.as_deref().unwrap_or_default()
-    )
-}
-
-pub(crate) fn pod_ref(pod: &Pod) -> String {
-    format!(
-        "pod/{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
     )
 }
 
@@ -120,7 +113,8 @@ impl RuntimeManager {
             Ok(Ok(())) => {}
             Ok(Err(message)) => {
                 tracing::warn!(pod = %pod_name(pod), container = %c.name, "{message}");
-                self.recorder.warning("FailedPreStopHook", &pod_ref(pod), "PreStopHook failed");
+                let object = ObjectRef::container(pod, &c.name);
+                self.recorder.warning(&object, "FailedPreStopHook", "PreStopHook failed");
             }
             Err(_) => {
                 tracing::info!(pod = %pod_name(pod), container = %c.name, ?grace, "preStop hook not completed in the grace period");

@@ -31,7 +31,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use proto::{CallError, CriClient, cri};
 
 use crate::cm::{CgroupLayout, Cgroups};
-use crate::events::Recorder;
+use crate::events::{ObjectRef, Recorder};
 use status::{ContainerInfo, ContainerState, PodRuntimeStatus, container_info, sandbox_info};
 
 /// Upstream's floor on a container's stop grace period when it is restarted.
@@ -78,7 +78,7 @@ pub struct RuntimeManager {
     /// `containerd` in `containerd://<id>` container ids.
     pub runtime_name: String,
     cgroupfs: Arc<dyn Cgroups>,
-    /// Events about what the runtime does to pods (kills, hook failures).
+    /// Where the runtime's events (pulls, container starts, kills, backoffs, hook failures) go.
     pub recorder: Recorder,
     restarts: Mutex<backoff::Backoff>,
     images: images::ImageManager,
@@ -212,9 +212,15 @@ impl RuntimeManager {
     /// and grace period; then sidecars one at a time in reverse order with what is left of the
     /// pod's grace; then the sandboxes. Works from runtime state alone too, so it also stops pods
     /// no source knows: with no `grace` given, each container gets the grace period recorded on
-    /// it at creation.
+    /// it at creation. With the pod, each stop is recorded as upstream's `Killing` event.
     pub async fn kill_pod(&self, uid: &str, opts: &KillOptions<'_>) -> Result<(), RuntimeError> {
         let status = self.pod_status(uid).await?;
+        if let Some(pod) = opts.pod {
+            for c in status.running() {
+                let message = format!("Stopping container {}", c.name);
+                self.recorder.normal(&ObjectRef::container(pod, &c.name), "Killing", message);
+            }
+        }
         let default =
             Duration::from_secs(api::defaults::DEFAULT_TERMINATION_GRACE_PERIOD.unsigned_abs());
         let grace_of = |c: &ContainerInfo| {

@@ -9,10 +9,10 @@ use proto::cri;
 
 use super::actions::{KillAction, compute_pod_actions, is_sidecar};
 use super::container::{ContainerContext, container_config};
-use super::hooks::pod_ref;
 use super::sandbox::{pod_log_dir, sandbox_config};
 use super::status::{ContainerState, PodRuntimeStatus};
 use super::{MIN_GRACE, RuntimeError, RuntimeManager, volumes};
+use crate::events::ObjectRef;
 use crate::prober::ProbeResults;
 
 /// Why a container is not running, as its status shows (`state.waiting`).
@@ -105,6 +105,10 @@ impl RuntimeManager {
         let mut out = SyncOutcome::default();
         let acted =
             actions.kill_pod || actions.create_sandbox || !actions.containers_to_kill.is_empty();
+        if actions.create_sandbox && actions.sandbox_id.is_some() {
+            let message = "Pod sandbox changed, it will be killed and re-created.";
+            self.recorder.normal(&ObjectRef::pod(pod), "SandboxChanged", message);
+        }
         if actions.kill_pod {
             let opts =
                 super::KillOptions { pod: Some(pod), grace: Some(pod_grace(pod)), hooks: true };
@@ -166,6 +170,9 @@ impl RuntimeManager {
         let volumes = match volumes::prepare(pod, &self.config.root_dir) {
             Ok(v) => v,
             Err(e) => {
+                let message =
+                    format!("MountVolume.SetUp failed for volume {:?} : {}", e.volume, e.reason);
+                self.recorder.warning(&ObjectRef::pod(pod), "FailedMount", message);
                 let spec = pod.spec.as_ref();
                 for c in spec
                     .into_iter()
@@ -234,7 +241,7 @@ impl RuntimeManager {
         let stops = kills.iter().filter_map(|k| {
             let info = status.containers.iter().find(|c| c.id == k.container_id)?;
             tracing::info!(pod = ?pod.metadata.name, container = %k.name, "{}", k.message);
-            self.recorder.normal("Killing", &pod_ref(pod), k.message.clone());
+            self.recorder.normal(&ObjectRef::container(pod, &k.name), "Killing", &k.message);
             let grace = k.grace.unwrap_or_else(|| pod_grace(pod));
             Some(self.stop_container(Some(pod), find(&k.name), info, grace, true, MIN_GRACE))
         });
@@ -252,12 +259,38 @@ impl RuntimeManager {
         match self.start_container(ctx, c).await {
             Ok(()) => true,
             Err((waiting, retry)) => {
-                tracing::info!(pod = ?ctx.pod.metadata.name, container = %c.name, reason = %waiting.reason, "{}", waiting.message);
+                self.record_waiting(ctx.pod, c, &waiting);
                 out.waiting.insert(c.name.clone(), waiting);
                 out.requeue(retry.unwrap_or(ERROR_REQUEUE));
                 false
             }
         }
+    }
+
+    /// The event upstream records when a container cannot start: `BackOff` while its restart
+    /// backs off, `Failed` with `Error: <reason>` for an image that is not there, `Failed` with
+    /// `Error: <message>` when its config, creation or start failed.
+    fn record_waiting(&self, pod: &Pod, c: &Container, waiting: &Waiting) {
+        let object = ObjectRef::container(pod, &c.name);
+        let message = match waiting.reason.as_str() {
+            "CrashLoopBackOff" => {
+                let pod_ref = format!(
+                    "{}_{}({})",
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                    pod.metadata.namespace.as_deref().unwrap_or_default(),
+                    uid(pod)
+                );
+                let message =
+                    format!("Back-off restarting failed container {} in pod {pod_ref}", c.name);
+                self.recorder.warning(&object, "BackOff", message);
+                return;
+            }
+            "ErrImagePull" | "ImagePullBackOff" | "ErrImageNeverPull" | "ImageInspectError" => {
+                format!("Error: {}", waiting.reason)
+            }
+            _ => format!("Error: {}", waiting.message),
+        };
+        self.recorder.warning(&object, "Failed", message);
     }
 
     /// Upstream's `startContainer`: backoff, image, config, create, start, postStart hook.
@@ -292,7 +325,9 @@ impl RuntimeManager {
         }
         let image = c.image.as_deref().unwrap_or_default();
         let policy = c.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
-        let image_ref = self.images.ensure(&self.cri, uid, image, policy).await.map_err(|e| {
+        let object = ObjectRef::container(pod, &c.name);
+        let pulled = self.images.ensure(&self.cri, &self.recorder, &object, uid, image, policy);
+        let image_ref = pulled.await.map_err(|e| {
             let retry = self.images.retry_after(uid, image);
             (Waiting::new(e.reason(), e.to_string()), retry)
         })?;
@@ -324,6 +359,7 @@ impl RuntimeManager {
             .await
             .map_err(|e| (Waiting::new("CreateContainerError", e.message().to_string()), None))?
             .container_id;
+        self.recorder.normal(&object, "Created", "Container created");
         if let Some(at) = exited_at {
             self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next(&key, at);
         }
@@ -331,16 +367,14 @@ impl RuntimeManager {
             .start_container(cri::StartContainerRequest { container_id: id.clone() })
             .await
             .map_err(|e| (Waiting::new("RunContainerError", e.message().to_string()), None))?;
+        self.recorder.normal(&object, "Started", "Container started");
         if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref())
             && let Err(message) = self.run_hook(pod, c, &id, hook, ctx.pod_ip, None).await
         {
             tracing::warn!(pod = %pod_ref, container = %c.name, "{message}");
             // The message may hold the command's output: it stays out of events.
-            self.recorder.warning(
-                "FailedPostStartHook",
-                &super::hooks::pod_ref(pod),
-                "PostStartHook failed",
-            );
+            self.recorder.warning(&object, "FailedPostStartHook", "PostStartHook failed");
+            self.recorder.normal(&object, "Killing", "FailedPostStartHook");
             if let Err(e) = self.cri.stop_container(&id, pod_grace(pod).max(MIN_GRACE)).await {
                 tracing::warn!(pod = %pod_ref, container = %c.name, error = %e, "killing the container after its postStart hook failed");
             }
