@@ -73,13 +73,13 @@ impl<K: Eq + Hash + Clone + Ord + Send + 'static> WorkQueue<K> {
     /// A queue whose metrics exist (at zero) from the start, as upstream's.
     pub fn new(name: &str, metrics: QueueMetrics) -> Arc<Self> {
         let labels = QueueLabels { name: name.to_string() };
-        metrics.depth.get_or_create(&labels);
-        metrics.adds.get_or_create(&labels);
-        metrics.retries.get_or_create(&labels);
-        metrics.queue_duration.get_or_create(&labels);
-        metrics.work_duration.get_or_create(&labels);
-        metrics.unfinished_work.get_or_create(&labels);
-        metrics.longest_running.get_or_create(&labels);
+        drop(metrics.depth.get_or_create(&labels));
+        drop(metrics.adds.get_or_create(&labels));
+        drop(metrics.retries.get_or_create(&labels));
+        drop(metrics.queue_duration.get_or_create(&labels));
+        drop(metrics.work_duration.get_or_create(&labels));
+        drop(metrics.unfinished_work.get_or_create(&labels));
+        drop(metrics.longest_running.get_or_create(&labels));
         Arc::new(Self {
             name: name.to_string(),
             state: Mutex::new(State::default()),
