@@ -9,6 +9,7 @@
 //! - [`cluster`]: apiserver-lite, a private containerd and a kubelet joined to it, as one.
 //! - [`scheduler`]: the scheduler binary as a process, and Node objects with capacity for nodes
 //!   without kubelets.
+//! - [`controllers`]: the controller-manager binary as a process.
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
 //! - [`cri_suite`]: CRI scenarios run against any runtime.
 //! - [`eventually`]: bounded polling instead of sleeps.
@@ -16,6 +17,7 @@
 pub mod apiserver;
 pub mod cluster;
 pub mod containerd;
+pub mod controllers;
 pub mod cri_suite;
 pub mod eventually;
 pub mod kubelet;

@@ -9,14 +9,13 @@
 //! `rand.SafeEncodeString`. Reproducing go-spew's dump byte for byte would mean mirroring every
 //! Go field of every type in the pod spec (including `resource.Quantity`'s internals), and no Go
 //! toolchain is here to check it against, so ours is FNV-32a over the template's JSON (field
-//! order fixed by the types, map keys sorted) plus the same 8-byte collision count, rendered
+//! order fixed by the types, map keys sorted, empty values dropped) plus the same 8-byte collision count, rendered
 //! the same way: the same alphabet (`bcdfghjklmnpqrstvwxz2456789`) and length (up to 10
 //! characters), stable across restarts, but not the value upstream would compute for the same
 //! template. Nothing depends on the value itself: ReplicaSets are matched to the template by
 //! [`equal_ignore_hash`], as upstream does.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet};
@@ -67,7 +66,7 @@ pub fn safe_encode(s: &str) -> String {
 /// The `pod-template-hash` of a template (see the module docs for how it relates to
 /// upstream's).
 pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
-    let json = serde_json::to_vec(&normalized(template)).unwrap_or_default();
+    let json = serde_json::to_vec(&canonical(template)).unwrap_or_default();
     let mut h = fnv32a(&json, 0x811c_9dc5);
     if let Some(c) = collision_count {
         let mut bytes = [0u8; 8];
@@ -77,18 +76,29 @@ pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) ->
     safe_encode(&h.to_string())
 }
 
-/// The template with an empty label map treated as none.
-fn normalized(t: &PodTemplateSpec) -> PodTemplateSpec {
-    let mut t = t.clone();
-    if let Some(m) = t.metadata.as_mut() {
-        if m.labels.as_ref().is_some_and(BTreeMap::is_empty) {
-            m.labels = None;
-        }
-        if m.annotations.as_ref().is_some_and(BTreeMap::is_empty) {
-            m.annotations = None;
+/// The template as JSON with nulls, empty objects and empty lists removed: Go's typed structs
+/// make an absent and an empty value the same (`resources: {}` from kubectl is no resources),
+/// and upstream's semantic equality treats empty and nil lists and maps alike.
+fn canonical(t: &PodTemplateSpec) -> serde_json::Value {
+    fn prune(v: &mut serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Null => false,
+            serde_json::Value::Object(m) => {
+                m.retain(|_, v| prune(v));
+                !m.is_empty()
+            }
+            serde_json::Value::Array(a) => {
+                for v in a.iter_mut() {
+                    prune(v);
+                }
+                !a.is_empty()
+            }
+            _ => true,
         }
     }
-    t
+    let mut v = serde_json::to_value(t).unwrap_or_default();
+    prune(&mut v);
+    v
 }
 
 /// Whether two templates are equal once `pod-template-hash` is removed from both labels.
@@ -98,7 +108,7 @@ pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
         if let Some(l) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
             l.remove(POD_TEMPLATE_HASH);
         }
-        normalized(&t)
+        canonical(&t)
     };
     strip(a) == strip(b)
 }

@@ -75,7 +75,7 @@ fn safe_encoding_maps_decimal_digits_as_upstreams() {
 }
 
 #[test]
-fn templates_equal_ignoring_the_hash_label() {
+fn templates_equal_ignoring_the_hash_label_and_empty_values() {
     let mut with_hash = template("busybox:1.35");
     with_hash
         .metadata
@@ -87,6 +87,12 @@ fn templates_equal_ignoring_the_hash_label() {
         .insert(POD_TEMPLATE_HASH.into(), "abc".into());
     assert!(equal_ignore_hash(&with_hash, &template("busybox:1.35")));
     assert!(!equal_ignore_hash(&with_hash, &template("busybox:1.36")));
+    // What kubectl rollout undo sends back: `resources: {}` where the stored template has none.
+    let mut from_kubectl = template("busybox:1.35");
+    from_kubectl.spec.as_mut().unwrap().containers[0].resources = Some(Default::default());
+    from_kubectl.spec.as_mut().unwrap().containers[0].env = Some(vec![]);
+    assert!(equal_ignore_hash(&with_hash, &from_kubectl));
+    assert_eq!(compute_hash(&from_kubectl, None), compute_hash(&template("busybox:1.35"), None));
 }
 
 #[test]
