@@ -153,9 +153,9 @@ mod tests {
                     ..Default::default()
                 }]
             }),
-            deletion_timestamp: deleting.then(|| {
-                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH)
-            }),
+            deletion_timestamp: deleting.then_some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+            ),
             ..Default::default()
         }
     }

@@ -93,12 +93,21 @@ fn proportion(rs: &ReplicaSet, d: &Deployment, to_add: i32, added: i32) -> Resul
     Ok(if to_add > 0 { fraction.min(allowed) } else { fraction.max(allowed) })
 }
 
+/// One ReplicaSet's new size and the direction, for the `ScalingReplicaSet` event.
+#[derive(Debug, Clone)]
+pub struct Resize {
+    pub rs: Arc<ReplicaSet>,
+    pub size: i32,
+    /// `up`, `down` or empty.
+    pub op: &'static str,
+}
+
 /// Upstream's proportional scaling: the new size of each active ReplicaSet when the
 /// deployment's replicas change mid-rollout, leftovers to the largest.
 pub fn proportional_sizes(
     d: &Deployment,
     active: &[Arc<ReplicaSet>],
-) -> Result<Vec<(Arc<ReplicaSet>, i32, &'static str)>, String> {
+) -> Result<Vec<Resize>, String> {
     let mut rss = active.to_vec();
     let allowed = if desired(d) > 0 { desired(d) + util::max_surge(d)? } else { 0 };
     let to_add = allowed - util::replica_count(&rss);
@@ -125,7 +134,7 @@ pub fn proportional_sizes(
     {
         *first = (*first + to_add - added).max(0);
     }
-    Ok(rss.into_iter().zip(sizes).map(|(rs, n)| (rs, n, op)).collect())
+    Ok(rss.into_iter().zip(sizes).map(|(rs, size)| Resize { rs, size, op }).collect())
 }
 
 fn is_saturated(d: &Deployment, rs: Option<&ReplicaSet>) -> bool {
@@ -477,8 +486,8 @@ impl<C: Client<Deployment> + Client<ReplicaSet>> DeploymentController<C> {
         if !util::is_recreate(d) {
             let sizes = proportional_sizes(d, &util::active(&sets.all()))
                 .map_err(|m| self.invalid(d, m))?;
-            for (rs, size, op) in sizes {
-                self.scale_rs(&rs, size, d, op).await?;
+            for r in sizes {
+                self.scale_rs(&r.rs, r.size, d, r.op).await?;
             }
         }
         Ok(())

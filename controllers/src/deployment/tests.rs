@@ -481,7 +481,7 @@ fn proportional_scaling_splits_new_replicas_by_size_during_a_rollout() {
     };
     let sizes = sync::proportional_sizes(&d, &[rs("old", 8, 1), rs("new", 5, 2)]).unwrap();
     let got: Vec<(String, i32, &str)> =
-        sizes.into_iter().map(|(r, n, op)| (r.metadata.name.clone().unwrap(), n, op)).collect();
+        sizes.into_iter().map(|r| (r.rs.metadata.name.clone().unwrap(), r.size, r.op)).collect();
     assert_eq!(
         got,
         [("old".to_string(), 14, "up"), ("new".to_string(), 9, "up")],
@@ -489,7 +489,7 @@ fn proportional_scaling_splits_new_replicas_by_size_during_a_rollout() {
     );
     d.spec.as_mut().unwrap().replicas = Some(5);
     let sizes = sync::proportional_sizes(&d, &[rs("old", 8, 1), rs("new", 5, 2)]).unwrap();
-    let total: i32 = sizes.iter().map(|(_, n, _)| n).sum();
+    let total: i32 = sizes.iter().map(|r| r.size).sum();
     assert_eq!(total, 8, "13 → 8 (5 + surge 3)");
 }
 
