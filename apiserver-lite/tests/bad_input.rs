@@ -230,6 +230,69 @@ async fn oversized_malformed_wrong_kind_and_invalid_bodies_get_upstream_answers(
     server.stop().await;
 }
 
+/// A workload's template (`restartPolicy` as given), labelled `app: web`.
+fn workload(kind: &str, name: &str, restart: &str) -> Value {
+    let (group, spec) = match kind {
+        "Job" => ("batch/v1", json!({"template": {"spec": pod("x")["spec"]}})),
+        "CronJob" => (
+            "batch/v1",
+            json!({"schedule": "@hourly", "jobTemplate": {"spec": {"template": {"spec": pod("x")["spec"]}}}}),
+        ),
+        _ => (
+            "apps/v1",
+            json!({"selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod("x")["spec"]}}),
+        ),
+    };
+    let mut w =
+        json!({"apiVersion": group, "kind": kind, "metadata": {"name": name}, "spec": spec});
+    let template = match kind {
+        "CronJob" => &mut w["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+        _ => &mut w["spec"]["template"]["spec"],
+    };
+    template["restartPolicy"] = json!(restart);
+    w
+}
+
+#[tokio::test]
+async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
+    let server = Server::start().await;
+    let mut c = Client::new(server.addr);
+    let batch = "/apis/batch/v1/namespaces/default";
+    let mut every61 = workload("CronJob", "every61", "OnFailure");
+    every61["spec"]["schedule"] = json!("*/5 * * * 8");
+    let mut mars = workload("CronJob", "mars", "OnFailure");
+    mars["spec"]["timeZone"] = json!("Mars/Olympus");
+    let cases = [
+        (
+            format!("{batch}/jobs"),
+            workload("Job", "always", "Always"),
+            "Job \"always\" is invalid: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+        ),
+        (
+            format!("{batch}/cronjobs"),
+            every61,
+            "CronJob \"every61\" is invalid: spec.schedule: Invalid value: \"*/5 * * * 8\": end of range (8) above maximum (6): 8",
+        ),
+        (
+            format!("{batch}/cronjobs"),
+            mars,
+            "CronJob \"mars\" is invalid: spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus",
+        ),
+    ];
+    for (path, body, want) in cases {
+        let r = c.json("POST", &path, JSON, &body).await;
+        let msg = assert_status(&r, 422, "Invalid");
+        assert!(msg.starts_with(want), "{path}:\n got {msg}\nwant {want}");
+    }
+    // Nothing of it was stored.
+    for path in [format!("{batch}/jobs"), format!("{batch}/cronjobs")] {
+        let r = c.send("GET", &path, None, vec![]).await;
+        assert_eq!(r.body["items"], json!([]), "{path}");
+    }
+    server.stop().await;
+}
+
 /// A random JSON value, at most `depth` deep.
 #[tokio::test]
 async fn list_and_watch_parameters_that_contradict_each_other_get_upstream_answers() {
@@ -461,6 +524,9 @@ fn templates() -> Vec<(&'static str, Value)> {
             "/api/v1/namespaces",
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}),
         ),
+        ("/apis/batch/v1/namespaces/default/jobs", workload("Job", "j", "Never")),
+        ("/apis/batch/v1/namespaces/default/cronjobs", workload("CronJob", "cj", "OnFailure")),
+        ("/apis/apps/v1/namespaces/default/daemonsets", workload("DaemonSet", "ds", "Always")),
         (
             "/api/v1/namespaces/default/configmaps",
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}),
