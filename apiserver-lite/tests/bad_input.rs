@@ -258,12 +258,33 @@ fn workload(kind: &str, name: &str, restart: &str) -> Value {
 async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
     let server = Server::start().await;
     let mut c = Client::new(server.addr);
+    let apps = "/apis/apps/v1/namespaces/default";
     let batch = "/apis/batch/v1/namespaces/default";
+    let mut mismatched = workload("ReplicaSet", "rs", "Always");
+    mismatched["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+    let mut frozen = workload("Deployment", "frozen", "Always");
+    frozen["spec"]["strategy"] =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}});
     let mut every61 = workload("CronJob", "every61", "OnFailure");
     every61["spec"]["schedule"] = json!("*/5 * * * 8");
     let mut mars = workload("CronJob", "mars", "OnFailure");
     mars["spec"]["timeZone"] = json!("Mars/Olympus");
     let cases = [
+        (
+            format!("{apps}/replicasets"),
+            mismatched,
+            "ReplicaSet \"rs\" is invalid: spec.template.metadata.labels: Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`",
+        ),
+        (
+            format!("{apps}/deployments"),
+            frozen,
+            "Deployment \"frozen\" is invalid: spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"0%\": may not be 0 when `maxSurge` is 0",
+        ),
+        (
+            format!("{apps}/daemonsets"),
+            workload("DaemonSet", "never", "Never"),
+            "DaemonSet \"never\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+        ),
         (
             format!("{batch}/jobs"),
             workload("Job", "always", "Always"),
@@ -285,8 +306,27 @@ async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
         let msg = assert_status(&r, 422, "Invalid");
         assert!(msg.starts_with(want), "{path}:\n got {msg}\nwant {want}");
     }
+    // A Scale with negative replicas is refused as upstream words it; a good one lands.
+    let web = workload("Deployment", "web", "Always");
+    assert_eq!(c.json("POST", &format!("{apps}/deployments"), JSON, &web).await.code, 201);
+    let scale = format!("{apps}/deployments/web/scale");
+    let r = c
+        .json("PATCH", &scale, "application/merge-patch+json", &json!({"spec": {"replicas": -1}}))
+        .await;
+    let msg = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        msg,
+        "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+    );
+    let r = c
+        .json("PATCH", &scale, "application/merge-patch+json", &json!({"spec": {"replicas": 3}}))
+        .await;
+    assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(3)), "{}", r.body);
+    assert_eq!(r.body["status"]["selector"], "app=web");
     // Nothing of it was stored.
-    for path in [format!("{batch}/jobs"), format!("{batch}/cronjobs")] {
+    for path in
+        [format!("{apps}/replicasets"), format!("{batch}/jobs"), format!("{batch}/cronjobs")]
+    {
         let r = c.send("GET", &path, None, vec![]).await;
         assert_eq!(r.body["items"], json!([]), "{path}");
     }

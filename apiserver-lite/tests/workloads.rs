@@ -248,3 +248,66 @@ async fn a_cronjob_gets_upstreams_defaults_and_its_schedule_and_zone_are_checked
         assert!(causes(&err).contains(&want.to_string()), "{want} not in {:?}", causes(&err));
     }
 }
+
+#[tokio::test]
+async fn apps_workloads_get_upstreams_defaults_and_keep_their_selector() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    let template = json!({"metadata": {"labels": {"app": "web"}}, "spec": pod_spec("Always")});
+    let body = |name: &str| json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}});
+    let deploys = res("apps", "deployments");
+    let (d, _) = r.create(deploys, NS, body("web"), W).await.unwrap();
+    assert_eq!(
+        d["spec"]["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}})
+    );
+    assert_eq!(
+        (
+            d["spec"]["replicas"].as_i64(),
+            d["spec"]["revisionHistoryLimit"].as_i64(),
+            d["spec"]["progressDeadlineSeconds"].as_i64()
+        ),
+        (Some(1), Some(10), Some(600))
+    );
+    let rs = res("apps", "replicasets");
+    let (s, _) = r.create(rs, NS, body("web-1"), W).await.unwrap();
+    assert_eq!(s["spec"]["replicas"], 1);
+    assert!(s["spec"].get("revisionHistoryLimit").is_none(), "ReplicaSets have none");
+    let ds = res("apps", "daemonsets");
+    let (a, _) = r.create(ds, NS, body("agent"), W).await.unwrap();
+    assert_eq!(
+        a["spec"]["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}})
+    );
+    assert_eq!(a["metadata"]["annotations"]["deprecated.daemonset.template.generation"], "1");
+    let mut on_delete = body("agent-2");
+    on_delete["spec"]["updateStrategy"] = json!({"type": "OnDelete"});
+    let (o, _) = r.create(ds, NS, on_delete, W).await.unwrap();
+    assert_eq!(o["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
+
+    // A changed template bumps the DaemonSet's template generation; a changed selector is
+    // refused on all three.
+    let mut newer = a.clone();
+    newer["spec"]["template"]["spec"]["containers"][0]["image"] = json!("busybox:1.36");
+    let (n, _) = r.update(ds, NS, "agent", None, newer, W).await.unwrap();
+    assert_eq!(n["metadata"]["annotations"]["deprecated.daemonset.template.generation"], "2");
+    for (res, name, obj) in [(deploys, "web", d), (rs, "web-1", s), (ds, "agent", n)] {
+        let mut moved = obj.clone();
+        moved["spec"]["selector"] = json!({"matchLabels": {"app": "web", "tier": "x"}});
+        moved["spec"]["template"]["metadata"]["labels"]["tier"] = json!("x");
+        let err = r.update(res, NS, name, None, moved, W).await.unwrap_err();
+        assert_eq!(
+            causes(&err),
+            [
+                "spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"web\",\"tier\":\"x\"}}: field is immutable"
+            ],
+            "{}",
+            res.name
+        );
+    }
+    // A Deployment's annotations are part of what is wanted: a change bumps its generation.
+    let mut annotated = r.get(deploys, NS, "web").unwrap();
+    annotated["metadata"]["annotations"] = json!({"kubernetes.io/change-cause": "v2"});
+    let (a2, _) = r.update(deploys, NS, "web", None, annotated, W).await.unwrap();
+    assert_eq!(a2["metadata"]["generation"], 2);
+}

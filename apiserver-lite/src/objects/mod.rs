@@ -294,15 +294,12 @@ pub fn validate(r: &ResourceType, obj: &Value) -> Result<(), ApiError> {
             let pod: Pod = typed(obj)?;
             api::validation::validate_pod(&pod).err().unwrap_or_default()
         }
+        Rules::Deployment => apps::validate_deployment(&typed(obj)?, None),
+        Rules::ReplicaSet => apps::validate_replica_set(&typed(obj)?, None),
+        Rules::DaemonSet => apps::validate_daemon_set(&typed(obj)?, None),
         Rules::Job => batch::validate_job(&typed(obj)?, None),
         Rules::CronJob => batch::validate_cron_job(&typed(obj)?, None),
-        Rules::Deployment
-        | Rules::ReplicaSet
-        | Rules::DaemonSet
-        | Rules::Namespace
-        | Rules::Service
-        | Rules::Secret
-        | Rules::Plain => validate_meta(r, obj),
+        Rules::Namespace | Rules::Service | Rules::Secret | Rules::Plain => validate_meta(r, obj),
     };
     invalid(r, obj, errs)
 }
@@ -319,20 +316,19 @@ pub fn validate_update(
     let status = sub == Some("status");
     errs.extend(match (rules(r), status) {
         (Rules::Pod, _) => core::validate_pod_update(sub, &typed(old)?, &typed(new)?),
+        (Rules::Deployment, false) => apps::validate_deployment(&typed(new)?, Some(&typed(old)?)),
+        (Rules::Deployment, true) => apps::validate_deployment_status(&typed(new)?, &typed(old)?),
+        (Rules::ReplicaSet, false) => apps::validate_replica_set(&typed(new)?, Some(&typed(old)?)),
+        (Rules::ReplicaSet, true) => apps::validate_replica_set_status(&typed(new)?),
+        (Rules::DaemonSet, false) => apps::validate_daemon_set(&typed(new)?, Some(&typed(old)?)),
+        (Rules::DaemonSet, true) => apps::validate_daemon_set_status(&typed(new)?, &typed(old)?),
         (Rules::Job, false) => batch::validate_job(&typed(new)?, Some(&typed(old)?)),
         (Rules::Job, true) => batch::validate_job_status(&typed(new)?, &typed(old)?),
         (Rules::CronJob, false) => batch::validate_cron_job(&typed(new)?, Some(&typed(old)?)),
         (Rules::CronJob, true) => ErrorList::default(),
-        (
-            Rules::Deployment
-            | Rules::ReplicaSet
-            | Rules::DaemonSet
-            | Rules::Namespace
-            | Rules::Service
-            | Rules::Secret
-            | Rules::Plain,
-            _,
-        ) => validate_meta(r, new),
+        (Rules::Namespace | Rules::Service | Rules::Secret | Rules::Plain, _) => {
+            validate_meta(r, new)
+        }
     });
     invalid(r, new, errs)
 }
