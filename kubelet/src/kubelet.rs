@@ -18,8 +18,9 @@ use crate::config::apiserver::ApiSource;
 use crate::config::file::FileSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
-use crate::events::Recorder;
-use crate::mirror::MirrorSync;
+use crate::events::api::ApiEvents;
+use crate::events::{self, Recorder};
+use crate::mirror::{MirrorSync, MirrorView};
 use crate::node_status::machine::ReadingSource;
 use crate::node_status::reporter::NodeStatusReporter;
 use crate::node_status::{MachineInfo, NodeFacts};
@@ -77,6 +78,25 @@ async fn api_client(path: &Path) -> Result<kube::Client, KubeletError> {
         .map_err(|source| KubeletError::Client { path: path.into(), source })
 }
 
+/// The recorder of a joined kubelet: pod events also go to the apiserver, through the shared
+/// writer (its bounded queue and the static pods' wait for their mirrors run on `tasks`).
+fn joined_recorder(
+    client: &kube::Client,
+    node_name: &str,
+    mirrors: &watch::Receiver<MirrorView>,
+    tasks: &TaskTracker,
+    stop: &CancellationToken,
+) -> Recorder {
+    let source =
+        record::Source { component: events::api::COMPONENT.into(), host: Some(node_name.into()) };
+    let (events, queue) = record::channel(source, record::QUEUE_CAPACITY);
+    let writer = record::EventWriter::new(record::KubeSink::new(client.clone()), queue);
+    tasks.spawn(writer.run(stop.clone()));
+    let api = Arc::new(ApiEvents::new(events, mirrors.clone()));
+    tasks.spawn(api.clone().run(stop.clone()));
+    Recorder::joined(api)
+}
+
 /// Runs the kubelet until `stop` is cancelled. Pods keep running after it returns.
 pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), KubeletError> {
     config.validate()?;
@@ -89,10 +109,16 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     };
     let Some(cri) = connect_runtime(&endpoint, options, &stop).await else { return Ok(()) };
 
-    let recorder = Recorder::default();
+    let tasks = TaskTracker::new();
+    let child = stop.child_token();
+    let (mirrors_tx, mirrors_rx) = watch::channel(None);
+    let recorder = match &client {
+        Some(client) => joined_recorder(client, &config.node_name, &mirrors_rx, &tasks, &child),
+        None => Recorder::default(),
+    };
     let machine = MachineInfo::read(Path::new("/"));
     let host_ip = config.node_ip.map(|ip| ip.to_string()).or_else(host_ip);
-    let runtime = Arc::new(RuntimeManager::new(
+    let runtime = RuntimeManager::new(
         cri.clone(),
         RuntimeConfig {
             pod_logs_dir: config.pod_logs_dir.clone(),
@@ -106,11 +132,10 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             host_ip: host_ip.clone(),
         },
         Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
-    ));
+    );
+    let runtime = Arc::new(runtime.with_recorder(recorder.clone()));
     let statuses = Arc::new(StatusManager::default());
     let queue = Arc::new(WorkQueue::default());
-    let tasks = TaskTracker::new();
-    let child = stop.child_token();
 
     let (sets_tx, sets_rx) = mpsc::channel(16);
     let (updates_tx, updates_rx) = mpsc::channel(64);
@@ -131,7 +156,6 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         };
         tasks.spawn(source.run(sets_tx.clone(), manifests_tx, child.clone()));
     }
-    let (mirrors_tx, mirrors_rx) = watch::channel(None);
     if let Some(client) = &client {
         expected.push(Source::Api);
         let source = ApiSource {

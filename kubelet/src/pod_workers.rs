@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::events::Recorder;
+use crate::events::{ObjectRef, Recorder};
 use crate::runtime::RuntimeManager;
 use crate::runtime::sync::ERROR_REQUEUE;
 use crate::status::{self, NodeView, StatusManager};
@@ -152,14 +152,6 @@ pub struct PodWorkers {
     stop: CancellationToken,
 }
 
-fn pod_ref(pod: &Pod) -> String {
-    format!(
-        "pod/{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
 impl PodWorkers {
     pub fn new(ctx: Arc<WorkerContext>, stop: CancellationToken) -> Self {
         Self { workers: HashMap::new(), ctx, tracker: TaskTracker::new(), stop }
@@ -237,7 +229,7 @@ async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) {
     match ctx.runtime.sync_pod(pod).await {
         Ok(outcome) => {
             if let Some(e) = &outcome.error {
-                ctx.recorder.warning("FailedCreatePodSandBox", &pod_ref(pod), e.clone());
+                ctx.recorder.warning(&ObjectRef::pod(pod), "FailedCreatePodSandBox", e.clone());
             }
             let node = NodeView {
                 runtime_name: &ctx.runtime.runtime_name,
@@ -248,7 +240,7 @@ async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) {
             ctx.queue.enqueue(uid, outcome.requeue_after.unwrap_or(ctx.resync));
         }
         Err(e) => {
-            ctx.recorder.warning("FailedSync", &pod_ref(pod), e.to_string());
+            ctx.recorder.warning(&ObjectRef::pod(pod), "FailedSync", e.to_string());
             ctx.queue.enqueue(uid, ERROR_REQUEUE);
         }
     }
@@ -257,10 +249,11 @@ async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) {
 /// Kills and removes the pod, retrying until the runtime lets it.
 async fn terminate(ctx: &WorkerContext, uid: &str, grace: Option<Duration>) {
     ctx.queue.forget(uid);
+    let pod = ctx.statuses.pod(uid); // for events; the kill itself works from runtime state
     let mut retry = ERROR_REQUEUE;
     loop {
         let result = async {
-            ctx.runtime.kill_pod(uid, grace).await?;
+            ctx.runtime.kill_pod(pod.as_deref(), uid, grace).await?;
             ctx.runtime.remove_pod(uid).await
         }
         .await;

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::mux::SourcesReady;
 use crate::config::{Op, PodUpdate};
-use crate::events::Recorder;
+use crate::events::{ObjectRef, Recorder};
 use crate::pleg::{PodLifecycleEvent, RuntimePods};
 use crate::pod_workers::{PodWorkers, Work, WorkQueue};
 use crate::runtime::RuntimeManager;
@@ -67,14 +67,6 @@ fn first_pods_handled(ready: &SourcesReady, config: &mpsc::Receiver<PodUpdate>) 
 
 fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
-}
-
-fn pod_ref(pod: &Pod) -> String {
-    format!(
-        "pod/{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
 }
 
 impl SyncLoop {
@@ -170,11 +162,6 @@ impl SyncLoop {
                 }
                 Op::Remove => {
                     if self.pods.remove(&uid).is_some() {
-                        self.recorder.normal(
-                            "Killing",
-                            &pod_ref(&pod),
-                            "pod removed from its source; stopping it",
-                        );
                         self.workers
                             .update(&uid, Work::Terminate { grace: Some(grace_period(&pod)) });
                     } else {
@@ -199,7 +186,7 @@ impl SyncLoop {
                 self.pods.len(),
                 self.max_pods
             );
-            self.recorder.warning("OutOfpods", &pod_ref(&pod), message.clone());
+            self.recorder.warning(&ObjectRef::pod(&pod), "OutOfpods", message.clone());
             let status = PodStatus {
                 phase: Some("Failed".into()),
                 reason: Some("OutOfpods".into()),

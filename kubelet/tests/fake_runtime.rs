@@ -348,3 +348,105 @@ async fn deleting_a_manifest_stops_its_pod_within_the_grace_period() {
     );
     n.shutdown().await;
 }
+
+/// The `/events` entries about `pod` with `reason`, as (fieldPath, message).
+async fn events_of(n: &Node, pod: &str, reason: &str) -> Vec<(String, String)> {
+    let events = n.get("/events").await.unwrap_or_default();
+    let object = format!("pod/default/{pod}");
+    events
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["object"] == object.as_str() && e["reason"] == reason)
+        .map(|e| {
+            let field = e["fieldPath"].as_str().unwrap_or_default().to_string();
+            (field, e["message"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pods_start_pulls_and_crash_loop_are_told_in_upstreams_events() {
+    let runtime = FakeRuntime::new();
+    runtime.set_program(
+        Match::ContainerName("crasher".into()),
+        Program { exit: Some((Duration::from_millis(50), 1)), ..Program::default() },
+    );
+    runtime.refuse_pulls_of("missing:1").unwrap();
+    let n = Node::start(runtime).await;
+    n.write("web.yaml", &manifest("web", "busybox:1.35", ""));
+    n.write("pulled.yaml", &manifest("pulled", "other:2", ""));
+    n.write("absent.yaml", &manifest("absent", "missing:1", ""));
+    n.write(
+        "crash.yaml",
+        &manifest("crash", "busybox:1.35", "").replace("- name: app", "- name: crasher"),
+    );
+    let app = "spec.containers{app}".to_string();
+    n.eventually("web started", async |n| {
+        (!events_of(n, "web-node-a", "Started").await.is_empty()).then_some(())
+    })
+    .await;
+    assert_eq!(
+        events_of(&n, "web-node-a", "Pulled").await,
+        [(
+            app.clone(),
+            "Container image \"busybox:1.35\" already present on machine and can be accessed by the pod".into()
+        )]
+    );
+    assert_eq!(
+        events_of(&n, "web-node-a", "Created").await,
+        [(app.clone(), "Container created".into())]
+    );
+    assert_eq!(
+        events_of(&n, "web-node-a", "Started").await,
+        [(app.clone(), "Container started".into())]
+    );
+
+    // An image that is not there is pulled, and says so.
+    let pulled = n
+        .eventually("other:2 pulled", async |n| events_of(n, "pulled-node-a", "Pulled").await.pop())
+        .await;
+    assert_eq!(
+        events_of(&n, "pulled-node-a", "Pulling").await,
+        [(app.clone(), "Pulling image \"other:2\"".into())]
+    );
+    assert!(
+        pulled.1.starts_with("Successfully pulled image \"other:2\" in ")
+            && pulled.1.contains(" including waiting). Image size: ")
+            && pulled.1.ends_with(" bytes."),
+        "{pulled:?}"
+    );
+
+    // One that cannot be pulled: Failed twice (the pull, then the container), then BackOff.
+    let failed = n
+        .eventually("missing:1 failed", async |n| {
+            let f = events_of(n, "absent-node-a", "Failed").await;
+            (f.len() >= 2).then_some(f)
+        })
+        .await;
+    assert!(failed[0].1.starts_with("Failed to pull image \"missing:1\": "), "{failed:?}");
+    assert_eq!(failed[1], (app.clone(), "Error: ErrImagePull".into()));
+
+    // A crashing container backs off, as upstream words it.
+    let backoff = n
+        .eventually("BackOff", async |n| events_of(n, "crash-node-a", "BackOff").await.pop())
+        .await;
+    let crash = running(&n, "crash-node-a").await.or(n.pod("crash-node-a").await).unwrap();
+    let uid = crash["metadata"]["uid"].as_str().unwrap().to_string();
+    assert_eq!(
+        backoff,
+        (
+            "spec.containers{crasher}".into(),
+            format!(
+                "Back-off restarting failed container crasher in pod crash-node-a_default({uid})"
+            )
+        )
+    );
+
+    // Removing a manifest stops its containers, each with a Killing event.
+    std::fs::remove_file(n.dir.path().join("manifests/web.yaml")).unwrap();
+    let killing =
+        n.eventually("Killing", async |n| events_of(n, "web-node-a", "Killing").await.pop()).await;
+    assert_eq!(killing, (app, "Stopping container app".into()));
+    n.shutdown().await;
+}

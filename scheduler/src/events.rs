@@ -4,31 +4,28 @@
 //! and the same message (what `kubectl get pods` and `describe` show).
 //!
 //! Scheduling never waits for these writes: [`Reporter::report`] queues them (dropping when the
-//! bounded queue is full, as upstream's event broadcaster does) and [`run`] writes them. A
-//! repeated `FailedScheduling` with the same message bumps the existing event's `count`.
+//! bounded queue is full, as upstream's event broadcaster does) and [`run`] writes them: the
+//! condition itself, the events through the shared `record` writer, whose correlator makes a
+//! repeated `FailedScheduling` with the same message bump the existing event's `count`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
+use record::{EventRecorder, EventType, Source};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-use crate::cache::pod_uid;
 
 /// The component name on events, as upstream's.
 pub const COMPONENT: &str = "default-scheduler";
 pub const REASON_SCHEDULED: &str = "Scheduled";
 pub const REASON_FAILED_SCHEDULING: &str = "FailedScheduling";
-/// At most this many event writes in flight.
+/// At most this many condition writes in flight.
 const CONCURRENT_WRITES: usize = 8;
-/// At most this many pods remembered for counting repeated events.
-const REMEMBERED: usize = 10_000;
 
 #[derive(Debug, Clone)]
 pub enum Report {
@@ -66,44 +63,29 @@ impl Reporter {
 }
 
 /// The Event upstream's recorder would create: `<pod>.<hex nanoseconds>`, from
-/// `default-scheduler`.
+/// `default-scheduler`, reported by this `instance`.
 pub fn event(
     pod: &Pod,
-    type_: &str,
+    type_: EventType,
     reason: &str,
     message: &str,
     instance: &str,
     now: jiff::Timestamp,
 ) -> Event {
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    let nanos = u128::try_from(now.as_nanosecond()).unwrap_or_default();
-    Event {
-        metadata: ObjectMeta {
-            name: Some(format!("{name}.{nanos:x}")),
-            namespace: pod.metadata.namespace.clone(),
-            ..Default::default()
-        },
-        involved_object: ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            name: Some(name),
-            namespace: pod.metadata.namespace.clone(),
-            uid: pod.metadata.uid.clone(),
-            resource_version: pod.metadata.resource_version.clone(),
-            ..Default::default()
-        },
-        reason: Some(reason.into()),
-        message: Some(message.into()),
-        type_: Some(type_.into()),
-        source: Some(EventSource { component: Some(COMPONENT.into()), host: None }),
-        reporting_component: Some(COMPONENT.into()),
-        reporting_instance: Some(instance.into()),
-        action: Some(if reason == REASON_SCHEDULED { "Binding" } else { "Scheduling" }.into()),
-        first_timestamp: Some(Time(now)),
-        last_timestamp: Some(Time(now)),
-        count: Some(1),
+    let object = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: pod.metadata.name.clone(),
+        namespace: pod.metadata.namespace.clone(),
+        uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
         ..Default::default()
-    }
+    };
+    let source = Source { component: COMPONENT.into(), host: None };
+    let mut e = record::make_event(&source, &object, type_, reason, message, now);
+    e.reporting_instance = Some(instance.into());
+    e.action = Some(if reason == REASON_SCHEDULED { "Binding" } else { "Scheduling" }.into());
+    e
 }
 
 /// Whether the pod already carries `PodScheduled=False/Unschedulable` with this message.
@@ -116,37 +98,37 @@ pub fn has_unschedulable_condition(pod: &Pod, message: &str) -> bool {
     })
 }
 
-/// The last FailedScheduling event written per pod: its name, message and count.
-type Seen = HashMap<String, (String, String, i32)>;
-
-/// Writes reports until the channel closes or `stop` (pending ones are dropped then).
+/// Writes reports until the channel closes (then the events still queued are written) or
+/// `stop` (pending ones are dropped then).
 pub async fn run(
     client: kube::Client,
     reports: mpsc::Receiver<Report>,
     instance: String,
     stop: CancellationToken,
 ) {
-    let seen = Arc::new(std::sync::Mutex::new(Seen::new()));
-    let writes = tokio_stream_from(reports)
-        .map(|r| write(client.clone(), r, instance.clone(), seen.clone()))
-        .buffer_unordered(CONCURRENT_WRITES)
-        .for_each(|()| async {});
-    tokio::select! {
-        () = writes => {}
-        () = stop.cancelled() => {}
-    }
+    let source = Source { component: COMPONENT.into(), host: None };
+    let (recorder, queue) = record::channel(source, record::QUEUE_CAPACITY);
+    let writer = record::EventWriter::new(record::KubeSink::new(client.clone()), queue);
+    let reporting = async {
+        let recorder = recorder;
+        let writes = tokio_stream_from(reports)
+            .map(|r| write(client.clone(), r, &instance, recorder.clone()))
+            .buffer_unordered(CONCURRENT_WRITES)
+            .for_each(|()| async {});
+        tokio::select! {
+            () = writes => {}
+            () = stop.cancelled() => {}
+        }
+        // Dropping the last recorder lets the writer finish what is queued, then return.
+    };
+    tokio::join!(writer.run(stop.clone()), reporting);
 }
 
 fn tokio_stream_from(mut rx: mpsc::Receiver<Report>) -> impl futures::Stream<Item = Report> {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
-async fn write(
-    client: kube::Client,
-    report: Report,
-    instance: String,
-    seen: Arc<std::sync::Mutex<Seen>>,
-) {
+async fn write(client: kube::Client, report: Report, instance: &str, events: EventRecorder) {
     let now = jiff::Timestamp::now();
     let (pod, type_, reason, message, unschedulable) = match report {
         Report::Scheduled { pod, node } => {
@@ -155,59 +137,26 @@ async fn write(
                 "Successfully assigned {ns}/{} to {node}",
                 pod.metadata.name.as_deref().unwrap_or_default()
             );
-            (pod, "Normal", REASON_SCHEDULED, msg, false)
+            (pod, EventType::Normal, REASON_SCHEDULED, msg, false)
         }
         Report::FailedScheduling { pod, message, unschedulable } => {
-            (pod, "Warning", REASON_FAILED_SCHEDULING, message, unschedulable)
+            (pod, EventType::Warning, REASON_FAILED_SCHEDULING, message, unschedulable)
         }
     };
-    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-    let uid = pod_uid(&pod);
+    events.record(event(&pod, type_, reason, &message, instance, now));
     if unschedulable && !has_unschedulable_condition(&pod, &message) {
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let patch = json!({"status": {"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
             "message": message, "lastTransitionTime": Time(now), "lastProbeTime": null,
         }]}});
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(client, &ns);
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         if let Err(e) =
             pods.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch)).await
         {
             tracing::debug!(pod = name, error = %e, "setting PodScheduled=False");
         }
-    }
-    let events: Api<Event> = Api::namespaced(client, &ns);
-    // A repeat of the same failure bumps the count of the event already written.
-    let repeat = match reason {
-        REASON_FAILED_SCHEDULING => seen.lock().ok().and_then(|s| {
-            s.get(&uid).filter(|(_, m, _)| *m == message).map(|(n, _, c)| (n.clone(), *c))
-        }),
-        _ => None,
-    };
-    if let Some((name, count)) = repeat {
-        let patch = json!({"count": count + 1, "lastTimestamp": Time(now)});
-        if events.patch(&name, &PatchParams::default(), &Patch::Merge(patch)).await.is_ok() {
-            if let Ok(mut s) = seen.lock()
-                && let Some(e) = s.get_mut(&uid)
-            {
-                e.2 = count + 1;
-            }
-            return;
-        }
-    }
-    let ev = event(&pod, type_, reason, &message, &instance, now);
-    let name = ev.metadata.name.clone().unwrap_or_default();
-    match events.create(&PostParams::default(), &ev).await {
-        Ok(_) if reason == REASON_FAILED_SCHEDULING => {
-            if let Ok(mut s) = seen.lock() {
-                if s.len() >= REMEMBERED {
-                    s.clear();
-                }
-                s.insert(uid, (name, message, 1));
-            }
-        }
-        Ok(_) => {}
-        Err(e) => tracing::debug!(event = %name, error = %e, "writing event"),
     }
 }
 
@@ -224,7 +173,7 @@ mod tests {
         let now = jiff::Timestamp::from_nanosecond(0x1234_5678).unwrap_or_default();
         let e = event(
             &p,
-            "Warning",
+            EventType::Warning,
             REASON_FAILED_SCHEDULING,
             "0/3 nodes are available: 3 Insufficient cpu.",
             "me",

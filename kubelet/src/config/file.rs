@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::manifest::{self, StaticPod};
 use super::{Source, SourceSet};
-use crate::events::Recorder;
+use crate::events::{ObjectRef, Recorder};
 
 /// Why a file in the manifest directory is not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -126,8 +126,8 @@ pub fn classify(name: &str) -> Option<IgnoreReason> {
     (!is_manifest).then_some(IgnoreReason::NotAManifest)
 }
 
-fn object(path: &Path) -> String {
-    format!("file/{}", path.display())
+fn object(path: &Path) -> ObjectRef {
+    ObjectRef::file(path)
 }
 
 impl ManifestDir {
@@ -145,7 +145,7 @@ impl ManifestDir {
 
     fn set_ignored(&mut self, path: &Path, reason: IgnoreReason) {
         if !matches!(self.entries.get(path), Some(Entry::Ignored(r)) if *r == reason) {
-            self.recorder.normal("IgnoredManifest", &object(path), reason.describe());
+            self.recorder.normal(&object(path), "IgnoredManifest", reason.describe());
             self.entries.insert(path.to_path_buf(), Entry::Ignored(reason));
         }
     }
@@ -190,8 +190,8 @@ impl ManifestDir {
             Ok(pod) => {
                 for field in &pod.unknown_fields {
                     self.recorder.warning(
-                        "UnknownField",
                         &object(path),
+                        "UnknownField",
                         format!("unknown field {field:?} ignored"),
                     );
                 }
@@ -215,7 +215,7 @@ impl ManifestDir {
             _ => None,
         };
         let note = if kept.is_some() { " (its previous version keeps running)" } else { "" };
-        self.recorder.warning("FailedManifest", &object(path), format!("{error}{note}"));
+        self.recorder.warning(&object(path), "FailedManifest", format!("{error}{note}"));
         self.entries.insert(path.to_path_buf(), Entry::Rejected { error, kept, print });
     }
 
@@ -223,7 +223,7 @@ impl ManifestDir {
     pub fn forget(&mut self, path: &Path) {
         self.writing.remove(path);
         if self.entries.remove(path).is_some() {
-            self.recorder.normal("RemovedManifest", &object(path), "manifest removed");
+            self.recorder.normal(&object(path), "RemovedManifest", "manifest removed");
         }
     }
 
@@ -238,8 +238,8 @@ impl ManifestDir {
             Err(e) => {
                 if !self.missing_reported {
                     self.recorder.warning(
-                        "ManifestDirUnreadable",
                         &object(&self.dir),
+                        "ManifestDirUnreadable",
                         format!("cannot read the static pod path: {e}"),
                     );
                     self.missing_reported = true;

@@ -1,13 +1,15 @@
 //! Making sure a container's image is present, by its pull policy, with ImagePullBackOff after
-//! failures (upstream's `EnsureImageExists`).
+//! failures (upstream's `EnsureImageExists`), recording upstream's events: `Pulling`, `Pulled`
+//! (pulled, or already present), `Failed`, `BackOff`, `ErrImageNeverPull`, `InspectFailed`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use proto::{CriClient, cri};
 
 use super::backoff::Backoff;
+use crate::events::{ObjectRef, Recorder};
 
 /// Why an image is not there, with the reason a container status shows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,36 +57,117 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Where an image's events go: the container that needs it.
+struct Events<'a> {
+    recorder: &'a Recorder,
+    object: &'a ObjectRef,
+}
+
+impl Events<'_> {
+    fn normal(&self, reason: &str, message: String) {
+        self.recorder.normal(self.object, reason, message);
+    }
+
+    fn warning(&self, reason: &str, message: String) {
+        self.recorder.warning(self.object, reason, message);
+    }
+
+    /// Upstream's message for an image already there (with `KubeletEnsureSecretPulledImages`,
+    /// on by default in 1.35; this kubelet has no pull credentials, so every pod may use it).
+    fn present(&self, image: &str) {
+        let message = format!(
+            "Container image {image:?} already present on machine and can be accessed by the pod"
+        );
+        self.normal("Pulled", message);
+    }
+}
+
+/// Upstream's `applyDefaultImageTag`: a reference without tag or digest means `:latest`.
+fn with_default_tag(image: &str) -> String {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    if image.contains('@') || last.contains(':') {
+        image.to_string()
+    } else {
+        format!("{image}:latest")
+    }
+}
+
+/// A duration as upstream prints it: Go's `time.Duration` after `Truncate(time.Millisecond)`
+/// (`523ms`, `1.5s`, `2m3.25s`, `1h0m0s`).
+pub fn go_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return if ms == 0 { "0s".into() } else { format!("{ms}ms") };
+    }
+    let (secs, frac) = (ms / 1000, ms % 1000);
+    let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    let s = if frac == 0 {
+        s.to_string()
+    } else {
+        format!("{s}.{}", format!("{frac:03}").trim_end_matches('0'))
+    };
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, m) => format!("{m}m{s}s"),
+        (h, m) => format!("{h}h{m}m{s}s"),
+    }
+}
+
 impl ImageManager {
-    async fn present(cri: &CriClient, image: &str) -> Result<Option<String>, ImageError> {
+    async fn present(
+        cri: &CriClient,
+        image: &str,
+        events: &Events<'_>,
+    ) -> Result<Option<String>, ImageError> {
         let spec = Some(cri::ImageSpec { image: image.to_string(), ..Default::default() });
         let status =
             cri.image_status(cri::ImageStatusRequest { image: spec, verbose: false }).await;
-        status
-            .map(|s| s.image.map(|i| i.id))
-            .map_err(|e| ImageError::Inspect { image: image.to_string(), error: e.to_string() })
+        status.map(|s| s.image.map(|i| i.id)).map_err(|e| {
+            let error = e.to_string();
+            events.warning("InspectFailed", format!("Failed to inspect image {image:?}: {error}"));
+            ImageError::Inspect { image: image.to_string(), error }
+        })
     }
 
-    /// Returns the image id to create the container from, pulling as `policy` says.
+    /// The size the runtime reports for a pulled image (0 if it cannot say).
+    async fn size(cri: &CriClient, image_ref: &str) -> u64 {
+        let spec = Some(cri::ImageSpec { image: image_ref.to_string(), ..Default::default() });
+        let status =
+            cri.image_status(cri::ImageStatusRequest { image: spec, verbose: false }).await;
+        status.ok().and_then(|s| s.image).map_or(0, |i| i.size)
+    }
+
+    /// Returns the image id to create the container from, pulling as `policy` says; what
+    /// happens is recorded as events about `object`.
     pub async fn ensure(
         &self,
         cri: &CriClient,
+        recorder: &Recorder,
+        object: &ObjectRef,
         pod_uid: &str,
         image: &str,
         policy: &str,
     ) -> Result<String, ImageError> {
+        let events = Events { recorder, object };
         let key = format!("{pod_uid}_{image}");
         if policy != "Always" {
-            if let Some(id) = Self::present(cri, image).await? {
+            if let Some(id) = Self::present(cri, image, &events).await? {
+                events.present(image);
                 return Ok(id);
             }
             if policy == "Never" {
-                return Err(ImageError::NeverPull { image: image.to_string() });
+                let error = ImageError::NeverPull { image: image.to_string() };
+                events.warning("ErrImageNeverPull", error.to_string());
+                return Err(error);
             }
         }
+        let tagged = with_default_tag(image);
         if let Some(err) = self.in_backoff(&key, image) {
+            events.normal("BackOff", format!("Back-off pulling image {tagged:?}"));
             return Err(err);
         }
+        events.normal("Pulling", format!("Pulling image {tagged:?}"));
+        let started = Instant::now();
         let image_lock = lock(&self.locks).entry(image.to_string()).or_default().clone();
         let _pulling = match image_lock.try_lock() {
             Ok(guard) => guard,
@@ -92,26 +175,36 @@ impl ImageManager {
                 let guard = image_lock.lock().await;
                 // Another pod was pulling the same image: it may be here now.
                 if policy != "Always"
-                    && let Some(id) = Self::present(cri, image).await?
+                    && let Some(id) = Self::present(cri, image, &events).await?
                 {
+                    events.present(image);
                     return Ok(id);
                 }
                 guard
             }
         };
+        let pulling = Instant::now();
         let spec = Some(cri::ImageSpec { image: image.to_string(), ..Default::default() });
         match cri
             .pull_image(cri::PullImageRequest { image: spec, auth: None, sandbox_config: None })
             .await
         {
             Ok(r) => {
+                let pull = pulling.elapsed();
                 lock(&self.backoff).reset(&key);
                 lock(&self.last_errors).remove(&key);
-                tracing::info!(image, "pulled image");
+                let size = Self::size(cri, &r.image_ref).await;
+                let message = format!(
+                    "Successfully pulled image {tagged:?} in {} ({} including waiting). Image size: {size} bytes.",
+                    go_duration(pull),
+                    go_duration(started.elapsed()),
+                );
+                events.normal("Pulled", message);
                 Ok(r.image_ref)
             }
             Err(e) => {
                 let error = e.to_string();
+                events.warning("Failed", format!("Failed to pull image {tagged:?}: {error}"));
                 lock(&self.backoff).next(&key, SystemTime::now());
                 lock(&self.last_errors).insert(key, error.clone());
                 Err(ImageError::Pull { image: image.to_string(), error })
@@ -137,5 +230,31 @@ impl ImageManager {
         lock(&self.backoff).gc(SystemTime::now());
         let backoff = lock(&self.backoff);
         lock(&self.last_errors).retain(|k, _| backoff.delay(k).is_some());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_upstreams() {
+        let ms = Duration::from_millis;
+        assert_eq!(go_duration(Duration::ZERO), "0s");
+        assert_eq!(go_duration(Duration::from_micros(900)), "0s");
+        assert_eq!(go_duration(ms(523)), "523ms");
+        assert_eq!(go_duration(ms(1000)), "1s");
+        assert_eq!(go_duration(ms(1500)), "1.5s");
+        assert_eq!(go_duration(ms(1234)), "1.234s");
+        assert_eq!(go_duration(ms(123_250)), "2m3.25s");
+        assert_eq!(go_duration(ms(3_600_000)), "1h0m0s");
+    }
+
+    #[test]
+    fn references_without_tag_or_digest_mean_latest() {
+        assert_eq!(with_default_tag("busybox"), "busybox:latest");
+        assert_eq!(with_default_tag("busybox:1.35"), "busybox:1.35");
+        assert_eq!(with_default_tag("localhost:5000/busybox"), "localhost:5000/busybox:latest");
+        assert_eq!(with_default_tag("r.io/b@sha256:ab"), "r.io/b@sha256:ab");
     }
 }

@@ -26,9 +26,11 @@ use std::time::Duration;
 
 use api::keys;
 use futures::future::join_all;
+use k8s_openapi::api::core::v1::Pod;
 use proto::{CallError, CriClient, cri};
 
 use crate::cm::{CgroupLayout, Cgroups};
+use crate::events::{ObjectRef, Recorder};
 use status::{ContainerState, PodRuntimeStatus, container_info, sandbox_info};
 
 /// Upstream's floor on a container's stop grace period.
@@ -66,6 +68,8 @@ pub struct RuntimeManager {
     /// runtime's work per sandbox (shim, runc, CNI) is CPU-bound; a bounded pipeline brings the
     /// first pods up in a fraction of the time an unbounded burst takes, and the last no later.
     creations: tokio::sync::Semaphore,
+    /// Where the runtime's events (pulls, container starts, kills, backoffs) go.
+    pub recorder: Recorder,
 }
 
 /// Pods created at once: twice the CPUs (measured in BENCHMARKS.md).
@@ -88,7 +92,14 @@ impl RuntimeManager {
             restarts: Mutex::new(backoff::Backoff::restarts()),
             images: images::ImageManager::default(),
             creations: tokio::sync::Semaphore::new(creation_limit()),
+            recorder: Recorder::default(),
         }
+    }
+
+    /// The same manager, recording its events with `recorder`.
+    pub fn with_recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = recorder;
+        self
     }
 
     fn err(uid: &str) -> impl FnOnce(CallError) -> RuntimeError + '_ {
@@ -175,9 +186,21 @@ impl RuntimeManager {
 
     /// Stops every container of the pod (gracefully), then its sandboxes. Works from runtime
     /// state alone, so it also stops pods no source knows: with no `grace` given, each container
-    /// gets the grace period recorded on it at creation.
-    pub async fn kill_pod(&self, uid: &str, grace: Option<Duration>) -> Result<(), RuntimeError> {
+    /// gets the grace period recorded on it at creation. With the `pod`, each stop is recorded
+    /// as upstream's `Killing` event.
+    pub async fn kill_pod(
+        &self,
+        pod: Option<&Pod>,
+        uid: &str,
+        grace: Option<Duration>,
+    ) -> Result<(), RuntimeError> {
         let status = self.pod_status(uid).await?;
+        if let Some(pod) = pod {
+            for c in status.running() {
+                let message = format!("Stopping container {}", c.name);
+                self.recorder.normal(&ObjectRef::container(pod, &c.name), "Killing", message);
+            }
+        }
         let default =
             Duration::from_secs(api::defaults::DEFAULT_TERMINATION_GRACE_PERIOD.unsigned_abs());
         let running: Vec<(String, Duration)> = status

@@ -12,6 +12,7 @@ use super::container::{ContainerContext, container_config};
 use super::sandbox::{pod_log_dir, sandbox_config};
 use super::status::{ContainerState, PodRuntimeStatus};
 use super::{RuntimeError, RuntimeManager, volumes};
+use crate::events::ObjectRef;
 
 /// Why a container is not running, as its status shows (`state.waiting`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,15 +89,19 @@ impl RuntimeManager {
         let mut out = SyncOutcome::default();
         let acted =
             actions.kill_pod || actions.create_sandbox || !actions.containers_to_kill.is_empty();
+        if actions.create_sandbox && actions.sandbox_id.is_some() {
+            let message = "Pod sandbox changed, it will be killed and re-created.";
+            self.recorder.normal(&ObjectRef::pod(pod), "SandboxChanged", message);
+        }
         if actions.kill_pod {
-            self.kill_pod(uid, Some(pod_grace(pod))).await?;
+            self.kill_pod(Some(pod), uid, Some(pod_grace(pod))).await?;
             if !actions.create_sandbox {
                 out.status = self.pod_status(uid).await?;
                 return Ok(out);
             }
         } else if !actions.containers_to_kill.is_empty() {
             for k in &actions.containers_to_kill {
-                tracing::info!(pod = ?pod.metadata.name, container = %k.name, "{}", k.message);
+                self.recorder.normal(&ObjectRef::container(pod, &k.name), "Killing", &k.message);
             }
             let ids = actions
                 .containers_to_kill
@@ -208,12 +213,38 @@ impl RuntimeManager {
         match self.start_container(ctx, c).await {
             Ok(()) => true,
             Err((waiting, retry)) => {
-                tracing::info!(pod = ?ctx.pod.metadata.name, container = %c.name, reason = %waiting.reason, "{}", waiting.message);
+                self.record_waiting(ctx.pod, c, &waiting);
                 out.waiting.insert(c.name.clone(), waiting);
                 out.requeue(retry.unwrap_or(ERROR_REQUEUE));
                 false
             }
         }
+    }
+
+    /// The event upstream records when a container cannot start: `BackOff` while its restart
+    /// backs off, `Failed` with `Error: <reason>` for an image that is not there, `Failed` with
+    /// `Error: <message>` when its config, creation or start failed.
+    fn record_waiting(&self, pod: &Pod, c: &Container, waiting: &Waiting) {
+        let object = ObjectRef::container(pod, &c.name);
+        let message = match waiting.reason.as_str() {
+            "CrashLoopBackOff" => {
+                let pod_ref = format!(
+                    "{}_{}({})",
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                    pod.metadata.namespace.as_deref().unwrap_or_default(),
+                    uid(pod)
+                );
+                let message =
+                    format!("Back-off restarting failed container {} in pod {pod_ref}", c.name);
+                self.recorder.warning(&object, "BackOff", message);
+                return;
+            }
+            "ErrImagePull" | "ImagePullBackOff" | "ErrImageNeverPull" | "ImageInspectError" => {
+                format!("Error: {}", waiting.reason)
+            }
+            _ => format!("Error: {}", waiting.message),
+        };
+        self.recorder.warning(&object, "Failed", message);
     }
 
     /// Upstream's `startContainer`: backoff, image, config, create, start.
@@ -248,7 +279,9 @@ impl RuntimeManager {
         }
         let image = c.image.as_deref().unwrap_or_default();
         let policy = c.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
-        let image_ref = self.images.ensure(&self.cri, uid, image, policy).await.map_err(|e| {
+        let object = ObjectRef::container(pod, &c.name);
+        let pulled = self.images.ensure(&self.cri, &self.recorder, &object, uid, image, policy);
+        let image_ref = pulled.await.map_err(|e| {
             let retry = self.images.retry_after(uid, image);
             (Waiting::new(e.reason(), e.to_string()), retry)
         })?;
@@ -276,6 +309,7 @@ impl RuntimeManager {
             .await
             .map_err(|e| (Waiting::new("CreateContainerError", e.message().to_string()), None))?
             .container_id;
+        self.recorder.normal(&object, "Created", "Container created");
         if let Some(at) = exited_at {
             self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next(&key, at);
         }
@@ -283,6 +317,7 @@ impl RuntimeManager {
             .start_container(cri::StartContainerRequest { container_id: id })
             .await
             .map_err(|e| (Waiting::new("RunContainerError", e.message().to_string()), None))?;
+        self.recorder.normal(&object, "Started", "Container started");
         Ok(())
     }
 }

@@ -160,6 +160,11 @@ impl StatusManager {
             .collect()
     }
 
+    /// The pod as its source last delivered it, until its deletion is confirmed.
+    pub fn pod(&self, uid: &str) -> Option<Arc<Pod>> {
+        self.read().get(uid).map(|e| e.pod.clone())
+    }
+
     pub fn status(&self, uid: &str) -> Option<PodStatus> {
         self.read().get(uid).and_then(|e| e.status.clone())
     }
