@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::client::KubeClient;
-use crate::events::{ApiRecorder, EventSink};
+use crate::events::Recorder;
 use crate::expectations::Expectations;
 use crate::informers::Informers;
 use crate::metrics::Metrics;
@@ -29,9 +29,7 @@ use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
 use crate::{deployment, replicaset, serviceaccount, worker};
 
-/// Events queued for the writer at most.
-const EVENT_QUEUE: usize = 4096;
-/// How long the event writer may take to flush on stop.
+/// How long the event writers may take to flush on stop.
 const EVENTS_FLUSH: Duration = Duration::from_secs(5);
 
 /// What `main` hands over (upstream's flags).
@@ -53,7 +51,8 @@ pub struct Context {
     pub client: kube::Client,
     pub informers: Arc<Informers>,
     pub metrics: Metrics,
-    pub events: Arc<EventSink>,
+    /// One event writer per controller (as upstream's one broadcaster each), run by [`run`].
+    pub event_writers: std::sync::Mutex<Vec<record::EventWriter<record::KubeSink>>>,
     pub config: Config,
 }
 
@@ -64,6 +63,15 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
+    /// An event recorder for `component` (`replicaset-controller`, ...) and its writer.
+    pub fn recorder(&self, component: &str) -> Arc<dyn Recorder> {
+        let source = record::Source { component: component.to_string(), host: None };
+        let (recorder, queue) = record::channel(source, record::QUEUE_CAPACITY);
+        let writer = record::EventWriter::new(record::KubeSink::new(self.client.clone()), queue);
+        self.event_writers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(writer);
+        Arc::new(recorder)
+    }
+
     /// A queue named `name`, its metrics registered.
     pub fn queue(&self, name: &str) -> Arc<WorkQueue<crate::key::Key>> {
         let q = WorkQueue::new(name, self.metrics.queues.clone());
@@ -152,7 +160,7 @@ fn start_replicaset(
     let queue = ctx.queue(replicaset::NAME);
     let ctrl = Arc::new(replicaset::ReplicaSetController {
         client: Arc::new(KubeClient { client: ctx.client.clone() }),
-        recorder: Arc::new(ApiRecorder::new(replicaset::COMPONENT, &ctx.events)),
+        recorder: ctx.recorder(replicaset::COMPONENT),
         replica_sets: rs.cache(),
         pods: pods.cache(),
         queue: queue.clone(),
@@ -178,7 +186,7 @@ fn start_deployment(
     let queue = ctx.queue(deployment::NAME);
     let ctrl = Arc::new(deployment::DeploymentController {
         client: Arc::new(KubeClient { client: ctx.client.clone() }),
-        recorder: Arc::new(ApiRecorder::new(deployment::COMPONENT, &ctx.events)),
+        recorder: ctx.recorder(deployment::COMPONENT),
         deployments: d.cache(),
         replica_sets: rs.cache(),
         pods: pods.cache(),
@@ -246,7 +254,7 @@ pub async fn run(
         client: client.clone(),
         informers: Arc::new(Informers::default()),
         metrics,
-        events: Arc::new(EventSink::new(EVENT_QUEUE)),
+        event_writers: std::sync::Mutex::default(),
         config: config.clone(),
     };
     let mut runs = Vec::new();
@@ -260,9 +268,14 @@ pub async fn run(
     }
     let (informers_stop, events_stop, controllers_stop) =
         (CancellationToken::new(), CancellationToken::new(), stop.child_token());
-    ctx.informers.start(&client, &tracker, &informers_stop);
-    tracker.spawn(ctx.events.clone().run(client.clone(), events_stop.clone()));
-    let workers = TaskTracker::new();
+    let (informer_tasks, writers, workers) =
+        (TaskTracker::new(), TaskTracker::new(), TaskTracker::new());
+    ctx.informers.start(&client, &informer_tasks, &informers_stop);
+    for w in std::mem::take(
+        &mut *ctx.event_writers.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+    ) {
+        writers.spawn(w.run(events_stop.clone()));
+    }
     let leading = async {
         match elector.as_mut() {
             Some(e) => e.keep(&stop).await,
@@ -294,12 +307,19 @@ pub async fn run(
         server_stop.cancel();
         return Err(lost.into());
     }
+    // Workers finish their syncs; then the informers stop, and with them the last references
+    // to the controllers and their recorders, so each event writer ends once it has written
+    // what was queued (or is cut off after EVENTS_FLUSH).
     workers.close();
     workers.wait().await;
     informers_stop.cancel();
-    tokio::select! {
-        () = tokio::time::sleep(EVENTS_FLUSH) => events_stop.cancel(),
-        () = async { while !ctx.events.is_empty() { tokio::time::sleep(Duration::from_millis(20)).await } } => events_stop.cancel(),
+    informer_tasks.close();
+    informer_tasks.wait().await;
+    drop(ctx);
+    writers.close();
+    if tokio::time::timeout(EVENTS_FLUSH, writers.wait()).await.is_err() {
+        events_stop.cancel();
+        writers.wait().await;
     }
     if let Some(e) = elector.as_mut() {
         e.release().await;
