@@ -498,3 +498,58 @@ async fn a_new_namespace_gets_the_default_service_account_and_metrics_are_served
         assert!(metrics.contains(want), "{want} missing:\n{metrics}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn informers_resume_after_the_apiserver_restarts_without_duplicate_creates() {
+    let mut api = ApiServer::start().unwrap();
+    let manager = ControllerManager::start(&api, &["--leader-elect=false"]).unwrap();
+    let client = api.admin_client().await.unwrap();
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    rss.create(&PostParams::default(), &replica_set("web", 3)).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let count = |pods: Api<Pod>| async move {
+        pods.list(&ListParams::default().labels("app=web")).await.map(|l| l.items.len()).ok()
+    };
+    eventually("3 pods", WAIT, POLL, || async {
+        (count(pods.clone()).await == Some(3)).then_some(())
+    })
+    .await
+    .unwrap();
+
+    api.kill9();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    api.restart().unwrap();
+    let client = api.admin_client().await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let (ok, _, err) = kubectl(&api, &["scale", "rs/web", "--replicas=5"]);
+    assert!(ok, "{err}");
+    eventually("5 pods after the restart", WAIT, POLL, || async {
+        (count(pods.clone()).await == Some(5)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", manager.log_tail(30)));
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(count(pods.clone()).await, Some(5), "no duplicate creates");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_cannot_renew_its_lease_stops_and_exits() {
+    let mut api = ApiServer::start().unwrap();
+    let client = api.admin_client().await.unwrap();
+    let mut manager = ControllerManager::start(&api, &FAST_ELECTION).unwrap();
+    let id = eventually("the identity", WAIT, POLL, || async { manager.identity() }).await.unwrap();
+    eventually("the lease", WAIT, POLL, || async { holder(&client).await.filter(|h| *h == id) })
+        .await
+        .unwrap();
+    api.kill9();
+    // The renew deadline is 3 s: it must give up and exit soon after.
+    eventually("the manager to exit", Duration::from_secs(15), POLL, || {
+        let exited = !manager.is_running();
+        async move { exited.then_some(()) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", manager.log_tail(20)));
+    assert!(manager.log().contains("leader election lost"), "{}", manager.log_tail(20));
+}

@@ -510,3 +510,36 @@ fn the_new_replica_set_grows_only_within_max_surge() {
     assert_eq!(sync::new_rs_new_replicas(&d, &[rs(10), rs(3)], 3), Ok(3), "at 13 already");
     assert_eq!(sync::new_rs_new_replicas(&d, &[rs(0), rs(9)], 9), Ok(10), "never above replicas");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_deployment_whose_selector_changes_lets_its_old_replica_sets_go_and_makes_a_new_one() {
+    let mut c = Cluster::new();
+    c.api.put(&deployment(2, rolling(1, 0)));
+    c.settle(4).await;
+    let old = c.replica_sets()[0].metadata.name.clone().unwrap();
+    let labels: std::collections::BTreeMap<String, String> =
+        [("app".to_string(), "web2".to_string())].into();
+    c.edit(|d| {
+        let spec = d.spec.as_mut().unwrap();
+        spec.selector.match_labels = Some(labels.clone());
+        spec.template.metadata.as_mut().unwrap().labels = Some(labels.clone());
+    });
+    c.settle(8).await;
+    let released: ReplicaSet = c.api.object("ns", &old).unwrap();
+    assert!(
+        crate::pods::controller_of(&released.metadata).is_none(),
+        "released: {:?}",
+        released.metadata.owner_references
+    );
+    let owned: Vec<_> = c
+        .replica_sets()
+        .into_iter()
+        .filter(|r| crate::pods::controller_of(&r.metadata).is_some())
+        .collect();
+    assert_eq!(owned.len(), 1);
+    assert_eq!(util::replicas(&owned[0]), 2);
+    assert_eq!(
+        owned[0].spec.as_ref().unwrap().selector.match_labels.as_ref().unwrap()["app"],
+        "web2"
+    );
+}
