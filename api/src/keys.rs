@@ -34,3 +34,14 @@ pub const POD_DELETION_GRACE_PERIOD: &str = "io.kubernetes.pod.deletionGracePeri
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
 pub const LABEL_OS: &str = "kubernetes.io/os";
 pub const LABEL_ARCH: &str = "kubernetes.io/arch";
+
+/// Job pod template labels and the generated selector (the prefixed ones since 1.27, the
+/// legacy ones kept beside them).
+pub const JOB_NAME: &str = "batch.kubernetes.io/job-name";
+pub const JOB_CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
+pub const LEGACY_JOB_NAME: &str = "job-name";
+pub const LEGACY_JOB_CONTROLLER_UID: &str = "controller-uid";
+
+/// A DaemonSet's template generation (`spec.templateGeneration` of the internal type, kept in
+/// this annotation by apps/v1).
+pub const DAEMONSET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";

@@ -1,6 +1,7 @@
 //! What several components must agree on, with no IO: the kubelet validates static pods with
 //! the same code apiserver-lite uses for API requests.
 //!
+//! - [`cron`]: CronJob schedules, parsed and stepped as upstream's parser does.
 //! - [`decode`]: typed decoding with field paths and unknown-field reporting.
 //! - [`defaults`]: pod defaulting as the API server does it.
 //! - [`validation`]: `ValidatePodCreate` with upstream's field paths and messages.
@@ -9,6 +10,7 @@
 //! - [`keys`]: well-known label and annotation keys.
 //! - [`static_pod`]: static pod naming and UIDs.
 
+pub mod cron;
 pub mod decode;
 pub mod defaults;
 pub mod keys;

@@ -92,6 +92,18 @@ impl ApiError {
         Self { details: Some(d), ..Self::new(422, "Invalid", errors.status_message(r.kind, name)) }
     }
 
+    /// 422 for a `Scale` sent to a `scale` subresource.
+    pub fn invalid_scale(name: &str, errors: &ErrorList) -> Self {
+        let causes: Vec<Value> = errors
+            .0
+            .iter()
+            .map(|e| json!({ "reason": e.kind.cause_reason(), "message": e.message(), "field": e.field }))
+            .collect();
+        let d = json!({ "name": name, "group": "autoscaling", "kind": "Scale", "causes": causes });
+        let message = errors.status_message("Scale.autoscaling", name);
+        Self { details: Some(d), ..Self::new(422, "Invalid", message) }
+    }
+
     /// 422 for list or watch parameters that contradict each other, as upstream reports its
     /// `ListOptions` validation.
     pub fn invalid_list_options(errors: &ErrorList) -> Self {

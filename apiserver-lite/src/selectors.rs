@@ -90,41 +90,92 @@ impl LabelSelector {
     }
 }
 
-/// The fields a resource can be selected by (besides `metadata.name` and `metadata.namespace`).
-fn supported_fields(r: &ResourceType) -> &'static [&'static str] {
+/// How a selectable field is read from the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// A string at this JSON path (missing: empty).
+    Str(&'static str),
+    /// A boolean at this path, as `true`/`false` (missing: `false`).
+    Bool(&'static str),
+    /// An integer at this path (missing: `0`).
+    Int(&'static str),
+}
+
+/// The fields a resource can be selected by (besides `metadata.name` and `metadata.namespace`)
+/// and where each is read, as upstream's `ToSelectableFields` of each kind.
+fn supported_fields(r: &ResourceType) -> &'static [(&'static str, Source)] {
+    use Source::{Bool, Int, Str};
     match (r.group, r.name) {
         ("", "pods") => &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
+            ("spec.nodeName", Str("spec.nodeName")),
+            ("spec.restartPolicy", Str("spec.restartPolicy")),
+            ("spec.schedulerName", Str("spec.schedulerName")),
+            ("spec.serviceAccountName", Str("spec.serviceAccountName")),
+            ("spec.hostNetwork", Bool("spec.hostNetwork")),
+            ("status.phase", Str("status.phase")),
+            ("status.podIP", Str("status.podIP")),
+            ("status.nominatedNodeName", Str("status.nominatedNodeName")),
         ],
-        ("", "events") | ("events.k8s.io", "events") => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
+        ("", "events") => &[
+            ("involvedObject.kind", Str("involvedObject.kind")),
+            ("involvedObject.namespace", Str("involvedObject.namespace")),
+            ("involvedObject.name", Str("involvedObject.name")),
+            ("involvedObject.uid", Str("involvedObject.uid")),
+            ("involvedObject.apiVersion", Str("involvedObject.apiVersion")),
+            ("involvedObject.resourceVersion", Str("involvedObject.resourceVersion")),
+            ("involvedObject.fieldPath", Str("involvedObject.fieldPath")),
+            ("reason", Str("reason")),
+            ("reportingComponent", Str("reportingComponent")),
+            ("source", Str("source.component")),
+            ("type", Str("type")),
         ],
-        ("", "nodes") => &["spec.unschedulable"],
-        ("", "namespaces") => &["status.phase"],
-        ("", "secrets") => &["type"],
+        // The same selectable fields, read from the events.k8s.io shape.
+        ("events.k8s.io", "events") => &[
+            ("involvedObject.kind", Str("regarding.kind")),
+            ("involvedObject.namespace", Str("regarding.namespace")),
+            ("involvedObject.name", Str("regarding.name")),
+            ("involvedObject.uid", Str("regarding.uid")),
+            ("involvedObject.apiVersion", Str("regarding.apiVersion")),
+            ("involvedObject.resourceVersion", Str("regarding.resourceVersion")),
+            ("involvedObject.fieldPath", Str("regarding.fieldPath")),
+            ("reason", Str("reason")),
+            ("reportingComponent", Str("reportingController")),
+            ("source", Str("deprecatedSource.component")),
+            ("type", Str("type")),
+        ],
+        ("", "nodes") => &[("spec.unschedulable", Bool("spec.unschedulable"))],
+        ("", "namespaces") => &[("status.phase", Str("status.phase"))],
+        ("", "secrets") => &[("type", Str("type"))],
+        ("", "services") => {
+            &[("spec.clusterIP", Str("spec.clusterIP")), ("spec.type", Str("spec.type"))]
+        }
+        ("apps", "replicasets") => &[("status.replicas", Int("status.replicas"))],
+        ("batch", "jobs") => &[("status.successful", Int("status.succeeded"))],
         _ => &[],
     }
 }
 
-/// A parsed field selector.
+fn lookup<'a>(obj: &'a Value, path: &str) -> &'a Value {
+    path.split('.').fold(obj, |v, part| &v[part])
+}
+
+impl Source {
+    fn read(self, obj: &Value) -> String {
+        match self {
+            Source::Str(p) => match lookup(obj, p) {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            },
+            Source::Bool(p) => lookup(obj, p).as_bool().unwrap_or(false).to_string(),
+            Source::Int(p) => lookup(obj, p).as_i64().unwrap_or(0).to_string(),
+        }
+    }
+}
+
+/// A parsed field selector: each requirement's source, whether it wants equality, the value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector(Vec<(String, bool, String)>);
+pub struct FieldSelector(Vec<(Source, bool, String)>);
 
 impl FieldSelector {
     pub fn parse(s: &str, r: &ResourceType) -> Result<Self, ApiError> {
@@ -140,13 +191,18 @@ impl FieldSelector {
                 )));
             };
             let field = field.trim();
-            let known = field == "metadata.name"
-                || field == "metadata.namespace"
-                || supported_fields(r).contains(&field);
-            if !known {
-                return Err(ApiError::bad_request(format!("field label not supported: {field}")));
-            }
-            reqs.push((field.to_string(), equal, value.trim().to_string()));
+            let source = match field {
+                "metadata.name" => Source::Str("metadata.name"),
+                "metadata.namespace" => Source::Str("metadata.namespace"),
+                _ => supported_fields(r)
+                    .iter()
+                    .find(|(f, _)| *f == field)
+                    .map(|(_, src)| *src)
+                    .ok_or_else(|| {
+                        ApiError::bad_request(format!("field label not supported: {field}"))
+                    })?,
+            };
+            reqs.push((source, equal, value.trim().to_string()));
         }
         Ok(Self(reqs))
     }
@@ -156,20 +212,7 @@ impl FieldSelector {
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|(field, equal, want)| {
-            let mut v = obj;
-            for part in field.split('.') {
-                v = &v[part];
-            }
-            let have = match v {
-                Value::String(s) => s.clone(),
-                Value::Bool(b) => b.to_string(),
-                Value::Number(n) => n.to_string(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            (have == *want) == *equal
-        })
+        self.0.iter().all(|(source, equal, want)| (source.read(obj) == *want) == *equal)
     }
 }
 
@@ -223,6 +266,24 @@ mod tests {
                 .matches(&serde_json::json!({"status": {"phase": "Pending"}}))
         );
         assert!(!FieldSelector::parse("metadata.name!=p", pods).unwrap().matches(&pod));
+        let nodes = find("", "v1", "nodes").unwrap();
+        let schedulable = FieldSelector::parse("spec.unschedulable=false", nodes).unwrap();
+        assert!(schedulable.matches(&serde_json::json!({"spec": {}})), "a missing bool is false");
+        let jobs = find("batch", "v1", "jobs").unwrap();
+        let done = FieldSelector::parse("status.successful=1", jobs).unwrap();
+        assert!(done.matches(&serde_json::json!({"status": {"succeeded": 1}})));
+        assert!(!done.matches(&serde_json::json!({"status": {}})));
+        let events = find("", "v1", "events").unwrap();
+        let by =
+            FieldSelector::parse("source=kubelet,involvedObject.kind=Pod,type!=Normal", events)
+                .unwrap();
+        let e = serde_json::json!({"source": {"component": "kubelet"}, "involvedObject": {"kind": "Pod"}, "type": "Warning"});
+        assert!(by.matches(&e));
+        let v1 = find("events.k8s.io", "v1", "events").unwrap();
+        let by = FieldSelector::parse("involvedObject.name=web,reason=Started", v1).unwrap();
+        assert!(
+            by.matches(&serde_json::json!({"regarding": {"name": "web"}, "reason": "Started"}))
+        );
         let err = FieldSelector::parse("spec.bogus=x", pods).unwrap_err();
         assert_eq!(
             (err.code, err.message.as_str()),

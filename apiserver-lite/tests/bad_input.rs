@@ -230,6 +230,109 @@ async fn oversized_malformed_wrong_kind_and_invalid_bodies_get_upstream_answers(
     server.stop().await;
 }
 
+/// A workload's template (`restartPolicy` as given), labelled `app: web`.
+fn workload(kind: &str, name: &str, restart: &str) -> Value {
+    let (group, spec) = match kind {
+        "Job" => ("batch/v1", json!({"template": {"spec": pod("x")["spec"]}})),
+        "CronJob" => (
+            "batch/v1",
+            json!({"schedule": "@hourly", "jobTemplate": {"spec": {"template": {"spec": pod("x")["spec"]}}}}),
+        ),
+        _ => (
+            "apps/v1",
+            json!({"selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod("x")["spec"]}}),
+        ),
+    };
+    let mut w =
+        json!({"apiVersion": group, "kind": kind, "metadata": {"name": name}, "spec": spec});
+    let template = match kind {
+        "CronJob" => &mut w["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+        _ => &mut w["spec"]["template"]["spec"],
+    };
+    template["restartPolicy"] = json!(restart);
+    w
+}
+
+#[tokio::test]
+async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
+    let server = Server::start().await;
+    let mut c = Client::new(server.addr);
+    let apps = "/apis/apps/v1/namespaces/default";
+    let batch = "/apis/batch/v1/namespaces/default";
+    let mut mismatched = workload("ReplicaSet", "rs", "Always");
+    mismatched["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+    let mut frozen = workload("Deployment", "frozen", "Always");
+    frozen["spec"]["strategy"] =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}});
+    let mut every61 = workload("CronJob", "every61", "OnFailure");
+    every61["spec"]["schedule"] = json!("*/5 * * * 8");
+    let mut mars = workload("CronJob", "mars", "OnFailure");
+    mars["spec"]["timeZone"] = json!("Mars/Olympus");
+    let cases = [
+        (
+            format!("{apps}/replicasets"),
+            mismatched,
+            "ReplicaSet \"rs\" is invalid: spec.template.metadata.labels: Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`",
+        ),
+        (
+            format!("{apps}/deployments"),
+            frozen,
+            "Deployment \"frozen\" is invalid: spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"0%\": may not be 0 when `maxSurge` is 0",
+        ),
+        (
+            format!("{apps}/daemonsets"),
+            workload("DaemonSet", "never", "Never"),
+            "DaemonSet \"never\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+        ),
+        (
+            format!("{batch}/jobs"),
+            workload("Job", "always", "Always"),
+            "Job \"always\" is invalid: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+        ),
+        (
+            format!("{batch}/cronjobs"),
+            every61,
+            "CronJob \"every61\" is invalid: spec.schedule: Invalid value: \"*/5 * * * 8\": end of range (8) above maximum (6): 8",
+        ),
+        (
+            format!("{batch}/cronjobs"),
+            mars,
+            "CronJob \"mars\" is invalid: spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus",
+        ),
+    ];
+    for (path, body, want) in cases {
+        let r = c.json("POST", &path, JSON, &body).await;
+        let msg = assert_status(&r, 422, "Invalid");
+        assert!(msg.starts_with(want), "{path}:\n got {msg}\nwant {want}");
+    }
+    // A Scale with negative replicas is refused as upstream words it; a good one lands.
+    let web = workload("Deployment", "web", "Always");
+    assert_eq!(c.json("POST", &format!("{apps}/deployments"), JSON, &web).await.code, 201);
+    let scale = format!("{apps}/deployments/web/scale");
+    let r = c
+        .json("PATCH", &scale, "application/merge-patch+json", &json!({"spec": {"replicas": -1}}))
+        .await;
+    let msg = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        msg,
+        "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+    );
+    let r = c
+        .json("PATCH", &scale, "application/merge-patch+json", &json!({"spec": {"replicas": 3}}))
+        .await;
+    assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(3)), "{}", r.body);
+    assert_eq!(r.body["status"]["selector"], "app=web");
+    // Nothing of it was stored.
+    for path in
+        [format!("{apps}/replicasets"), format!("{batch}/jobs"), format!("{batch}/cronjobs")]
+    {
+        let r = c.send("GET", &path, None, vec![]).await;
+        assert_eq!(r.body["items"], json!([]), "{path}");
+    }
+    server.stop().await;
+}
+
 /// A random JSON value, at most `depth` deep.
 #[tokio::test]
 async fn list_and_watch_parameters_that_contradict_each_other_get_upstream_answers() {
@@ -461,6 +564,9 @@ fn templates() -> Vec<(&'static str, Value)> {
             "/api/v1/namespaces",
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}),
         ),
+        ("/apis/batch/v1/namespaces/default/jobs", workload("Job", "j", "Never")),
+        ("/apis/batch/v1/namespaces/default/cronjobs", workload("CronJob", "cj", "OnFailure")),
+        ("/apis/apps/v1/namespaces/default/daemonsets", workload("DaemonSet", "ds", "Always")),
         (
             "/api/v1/namespaces/default/configmaps",
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}),

@@ -10,14 +10,12 @@
 //! - [`binder`]: `pods/binding`, behind a trait.
 //! - [`informers`]: reflectors over pods and nodes feeding the cache and the queue.
 //! - [`events`]: `Scheduled`/`FailedScheduling` events and the `PodScheduled` condition.
-//! - [`leader`]: leader election on a Lease.
 //! - [`scheduler`]: the wiring and the stop path.
 
 pub mod binder;
 pub mod cache;
 pub mod events;
 pub mod informers;
-pub mod leader;
 pub mod plugins;
 pub mod queue;
 pub mod resources;

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Parser;
-use scheduler::leader::{self, ElectionConfig};
+use leaderelection::{self as leader, ElectionConfig};
 use scheduler::schedule_one::Options;
 
 /// Watches pods without a node, picks one for each with upstream's default filters and scores,
@@ -51,19 +51,6 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     args.log.init();
 
-    // Upstream's validation of the leader election flags.
-    if args.leader_elect {
-        if args.leader_elect_lease_duration <= args.leader_elect_renew_deadline {
-            bail!(
-                "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
-            );
-        }
-        if args.leader_elect_renew_deadline <= args.leader_elect_retry_period.mul_f64(1.2) {
-            bail!(
-                "--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period"
-            );
-        }
-    }
     let hostname =
         nix::unistd::gethostname().context("reading the hostname")?.to_string_lossy().into_owned();
     let identity = leader::identity(&hostname);
@@ -97,6 +84,9 @@ async fn main() -> anyhow::Result<()> {
         }
         None => kube::Client::try_default().await.context("finding a kubeconfig")?,
     };
+    if let Some(election) = &config.leader_election {
+        election.validate()?;
+    }
     tracing::info!(identity = %identity, leader_elect = args.leader_elect, "starting the scheduler");
 
     let stop = daemon::stop_on_signal("bindings in flight finish")?;

@@ -16,9 +16,9 @@ use crate::binder::ApiBinder;
 use crate::cache::Cache;
 use crate::events::{self, Reporter};
 use crate::informers::{self, Targets};
-use crate::leader::{ElectionConfig, LeaderElector, LeaderError};
 use crate::queue::SchedulingQueue;
 use crate::schedule_one::{Options, Scheduler};
+use leaderelection::{ElectionConfig, LeaderElector, LeaderError};
 
 /// Reports queued for the event writer at most.
 const REPORT_QUEUE: usize = 4096;

@@ -10,6 +10,7 @@
 //! - [`scheduler`]: the scheduler binary as a process, and Node objects with capacity for nodes
 //!   without kubelets.
 //! - [`measure`]: what benchmarks measure (percentiles, process CPU and RSS, runtime CPU).
+//! - [`controllers`]: the controller-manager binary as a process.
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
 //! - [`cri_suite`]: CRI scenarios run against any runtime.
 //! - [`eventually`]: bounded polling instead of sleeps.
@@ -17,6 +18,7 @@
 pub mod apiserver;
 pub mod cluster;
 pub mod containerd;
+pub mod controllers;
 pub mod cri_suite;
 pub mod eventually;
 pub mod kubelet;

@@ -1,5 +1,6 @@
 //! The README's main-job command runs (the `local-up` binary behind `hack/local-up.sh`): a
-//! one-node cluster where the seed's `kubectl create -f` flow ends in `nginx-pod 1/1 Running`.
+//! one-node cluster where the seed's `kubectl create -f` flow ends in `nginx-pod 1/1 Running`
+//! and `kubectl create deployment web --image=busybox-httpd:1.35 --replicas=2` in `web 2/2`.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -34,5 +35,11 @@ fn local_up_runs_the_seed_flow_on_a_one_node_cluster_and_cleans_up() {
     );
     assert!(stdout.contains("scheduled to local-node, is Running on 10."), "{stdout}");
     assert!(stdout.contains("It works"), "the page it serves: {stdout}");
+    assert!(stdout.contains("deployment.apps/web created"), "{stdout}");
+    let web = stdout
+        .lines()
+        .find(|l| l.starts_with("deployment.apps/web ") && !l.ends_with("created"))
+        .unwrap_or_default();
+    assert_eq!(web.split_whitespace().nth(1), Some("2/2"), "the Deployment: {stdout}");
     assert!(stdout.contains("nothing left behind"), "{stdout}");
 }

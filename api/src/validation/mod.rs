@@ -3,12 +3,14 @@
 //!
 //! - [`names`]: DNS-1123 labels and subdomains, C identifiers, IANA service names, qualified
 //!   names, label values.
-//! - [`pod`]: `ValidatePodCreate`: metadata and pod-level spec.
+//! - [`pod`]: `ValidatePodCreate`: metadata and pod-level spec; `ValidatePodTemplateSpec`.
+//! - [`selector`]: label selectors: validation, matching, and their text form.
 //! - `container` and `volume`: the per-container and per-volume rules it calls.
 
 mod container;
 pub mod names;
 pub mod pod;
+pub mod selector;
 mod volume;
 
 use std::fmt;
@@ -112,6 +114,20 @@ impl FieldError {
         Self::new(ErrorKind::Forbidden, field, None, detail)
     }
 
+    /// An invalid field whose value is left out of the message (upstream's `OmitValueType`).
+    pub fn invalid_omitted(field: &Path, detail: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Invalid, field, None, detail)
+    }
+
+    pub fn too_many(field: &Path, actual: usize, max: usize) -> Self {
+        Self::new(
+            ErrorKind::TooMany,
+            field,
+            Some(actual.to_string()),
+            format!("must have at most {max} items"),
+        )
+    }
+
     pub fn too_long(field: &Path, max: usize) -> Self {
         Self::new(ErrorKind::TooLong, field, None, format!("may not be more than {max} bytes"))
     }
@@ -159,10 +175,44 @@ impl Value for &String {
     }
 }
 
+/// Structured values (maps, selectors, objects) render as compact JSON, as upstream marshals
+/// them.
+impl Value for &serde_json::Value {
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
 macro_rules! bare_values {
     ($($t:ty),*) => { $( impl Value for $t { fn render(&self) -> String { self.to_string() } } )* };
 }
 bare_values!(i32, i64, u16, u32, usize, bool);
+
+/// Upstream's `IsNegativeErrorMsg`.
+pub const NEGATIVE_MSG: &str = "must be greater than or equal to 0";
+
+/// Upstream's `FieldImmutableErrorMsg`.
+pub const IMMUTABLE_MSG: &str = "field is immutable";
+
+/// `ValidateNonnegativeField`.
+pub fn validate_nonnegative(value: i64, path: &Path, errs: &mut ErrorList) {
+    if value < 0 {
+        errs.push(FieldError::invalid(path, value, NEGATIVE_MSG));
+    }
+}
+
+/// `ValidateImmutableField`: the new value (as JSON) when it differs from the old one.
+pub fn validate_immutable<T: PartialEq + serde::Serialize>(
+    new: &T,
+    old: &T,
+    path: &Path,
+    errs: &mut ErrorList,
+) {
+    if new != old {
+        let rendered = serde_json::to_value(new).unwrap_or(serde_json::Value::Null);
+        errs.push(FieldError::invalid(path, &rendered, IMMUTABLE_MSG));
+    }
+}
 
 /// All the field errors of one object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::container::{validate_containers, validate_init_containers};
@@ -42,14 +42,42 @@ pub fn validate_object_meta(meta: &ObjectMeta, path: &Path) -> ErrorList {
         invalid_each(&mut errs, &path.child("namespace"), ns, names::dns1123_label(ns));
     }
     validate_labels(meta.labels.as_ref(), &path.child("labels"), &mut errs);
-    let annotations = path.child("annotations");
+    validate_annotations(meta.annotations.as_ref(), &path.child("annotations"), &mut errs);
+    errs
+}
+
+/// `ValidateAnnotations`: keys are qualified names, and all of them together at most 256 KiB.
+pub fn validate_annotations(
+    annotations: Option<&BTreeMap<String, String>>,
+    path: &Path,
+    errs: &mut ErrorList,
+) {
     let mut total = 0usize;
-    for (k, v) in meta.annotations.iter().flatten() {
-        invalid_each(&mut errs, &annotations, k, names::qualified_name(&k.to_lowercase()));
+    for (k, v) in annotations.into_iter().flatten() {
+        invalid_each(errs, path, k, names::qualified_name(&k.to_lowercase()));
         total += k.len() + v.len();
     }
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
-        errs.push(FieldError::too_long(&annotations, TOTAL_ANNOTATION_SIZE_LIMIT));
+        errs.push(FieldError::too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT));
+    }
+}
+
+/// Upstream's `ValidatePodTemplateSpec`: the template's labels and annotations (reported at
+/// `<path>.labels` and `<path>.annotations`, as upstream does), its pod spec, and no ephemeral
+/// containers.
+pub fn validate_pod_template_spec(template: &PodTemplateSpec, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let meta = template.metadata.clone().unwrap_or_default();
+    validate_labels(meta.labels.as_ref(), &path.child("labels"), &mut errs);
+    validate_annotations(meta.annotations.as_ref(), &path.child("annotations"), &mut errs);
+    let empty = PodSpec::default();
+    let spec = template.spec.as_ref().unwrap_or(&empty);
+    errs.extend(validate_pod_spec(spec, &path.child("spec")));
+    if spec.ephemeral_containers.as_ref().is_some_and(|e| !e.is_empty()) {
+        errs.push(FieldError::forbidden(
+            &path.child("spec").child("ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
     }
     errs
 }

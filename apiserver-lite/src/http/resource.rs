@@ -2,7 +2,8 @@
 //! deletecollection, and the `status`, `scale` and `binding` subresources; `log` and `exec` go to
 //! [`proxy`](super::proxy).
 
-use api::validation::{ErrorList, FieldError, Path};
+use api::validation::selector::Selector;
+use api::validation::{ErrorList, FieldError, NEGATIVE_MSG, Path};
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response};
@@ -97,17 +98,13 @@ fn success(r: &ResourceType, name: &str, uid: &Value) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
+/// The `autoscaling/v1` `Scale` of a Deployment or ReplicaSet: its replicas, and its selector in
+/// text form.
 fn scale_of(obj: &Value) -> Value {
     let m = &obj["metadata"];
-    let selector = obj["spec"]["selector"]["matchLabels"]
-        .as_object()
-        .map(|l| {
-            l.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default();
+    let typed = serde_json::from_value(obj["spec"]["selector"].clone()).ok();
+    let selector =
+        Selector::from_label_selector(typed.as_ref()).map(|s| s.text()).unwrap_or_default();
     json!({
         "kind": "Scale", "apiVersion": "autoscaling/v1",
         "metadata": {"name": m["name"], "namespace": m["namespace"], "uid": m["uid"], "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]},
@@ -324,6 +321,12 @@ pub async fn handle(
                     let replicas = scale["spec"]["replicas"]
                         .as_i64()
                         .ok_or_else(|| ApiError::bad_request("scale spec.replicas is required"))?;
+                    if replicas < 0 {
+                        let mut errs = ErrorList::default();
+                        let path = Path::root("spec").child("replicas");
+                        errs.push(FieldError::invalid(&path, replicas, NEGATIVE_MSG));
+                        return Err(ApiError::invalid_scale(n, &errs));
+                    }
                     let mut new = old.clone();
                     new["spec"]["replicas"] = json!(replicas);
                     Ok(new)

@@ -186,7 +186,8 @@ impl Registry {
         objects::prepare_create(r, ns, &mut obj)?;
         let (mut obj, unknown) = objects::decode(r, obj)?;
         let warnings = field_warnings(&unknown, validation)?;
-        objects::apply_defaults(r, &mut obj);
+        objects::apply_defaults(r, &mut obj)?;
+        objects::prepare_for_create(r, &mut obj)?;
         objects::validate(r, &obj)?;
         self.require_namespace(r, ns)?;
         if r.group.is_empty() && r.kind == "Service" {
@@ -269,9 +270,9 @@ impl Registry {
                 {
                     return Err(ApiError::stale(r, name));
                 }
+                objects::apply_defaults(r, &mut new)?;
                 objects::prepare_update(r, sub, &old, &mut new)?;
-                objects::apply_defaults(r, &mut new);
-                objects::validate(r, &new)?;
+                objects::validate_update(r, sub, &old, &new)?;
                 new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
                 if new == old {
                     result = Some(old);

@@ -251,6 +251,62 @@ mod tests {
     }
 
     #[test]
+    fn job_and_cronjob_rows_read_as_kubectls() {
+        let jobs = find("batch", "v1", "jobs").unwrap();
+        let cells = |r, o: Value| {
+            table(r, &[o], IncludeObject::None, json!({}), true)["rows"][0]["cells"].clone()
+        };
+        let done = json!({"metadata": {"name": "pi", "creationTimestamp": "2020-01-01T00:00:00Z"},
+            "spec": {"completions": 3, "parallelism": 2, "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u"}},
+                     "template": {"spec": {"containers": [{"name": "pi", "image": "perl:5"}]}}},
+            "status": {"succeeded": 3, "startTime": "2020-01-01T00:00:00Z", "completionTime": "2020-01-01T00:01:05Z",
+                       "conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]}});
+        assert_eq!(
+            cells(jobs, done),
+            json!([
+                "pi",
+                "Complete",
+                "3/3",
+                "65s",
+                printers::age_for_tests("2020-01-01T00:00:00Z"),
+                "pi",
+                "perl:5",
+                "batch.kubernetes.io/controller-uid=u"
+            ])
+        );
+        let open = json!({"metadata": {"name": "w"}, "spec": {"parallelism": 4}, "status": {}});
+        let c = cells(jobs, open);
+        assert_eq!(
+            (c[1].as_str(), c[2].as_str(), c[3].as_str()),
+            (Some("Running"), Some("0/1 of 4"), Some(""))
+        );
+        let failed = json!({"metadata": {"name": "f"}, "spec": {"completions": 1}, "status": {"failed": 7,
+            "conditions": [{"type": "FailureTarget", "status": "True"}, {"type": "Failed", "status": "True"}]}});
+        assert_eq!(cells(jobs, failed)[1], "Failed");
+
+        let cronjobs = find("batch", "v1", "cronjobs").unwrap();
+        let cj = json!({"metadata": {"name": "tick"}, "spec": {"schedule": "*/1 * * * *", "suspend": false,
+            "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "tick", "image": "busybox:1.35"}]}}}}},
+            "status": {"active": [{"name": "tick-1"}]}});
+        let c = cells(cronjobs, cj);
+        assert_eq!(
+            &c.as_array().unwrap()[..6],
+            &[
+                json!("tick"),
+                json!("*/1 * * * *"),
+                json!("<none>"),
+                json!("False"),
+                json!(1),
+                json!("<none>")
+            ]
+        );
+        assert_eq!(
+            &c.as_array().unwrap()[7..],
+            &[json!("tick"), json!("busybox:1.35"), json!("<none>")]
+        );
+    }
+
+    #[test]
     fn default_columns_are_kubectls_for_each_kind() {
         let headers = |group: &str, name: &str| -> Vec<String> {
             let r = find(group, "v1", name).unwrap();
@@ -269,6 +325,11 @@ mod tests {
             ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
         );
         assert_eq!(headers("", "events"), ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]);
+        assert_eq!(headers("batch", "jobs"), ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]);
+        assert_eq!(
+            headers("batch", "cronjobs"),
+            ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
+        );
         // Every row has a cell per column, whatever the object holds.
         for r in crate::resources::RESOURCES {
             let t = table(

@@ -38,6 +38,8 @@ pub fn row(r: &ResourceType, o: &Value, now: jiff::Timestamp) -> Row {
         ("apps", "deployments") => deployment(o, now),
         ("apps", "replicasets") => replicaset(o, now),
         ("apps", "daemonsets") => daemonset(o, now),
+        ("batch", "jobs") => job(o, now),
+        ("batch", "cronjobs") => cronjob(o, now),
         ("", "services") => service(o, now),
         ("", "configmaps") => {
             let data = o["data"].as_object().map_or(0, |d| d.len())
@@ -261,7 +263,7 @@ fn replicaset(o: &Value, now: jiff::Timestamp) -> Row {
 
 fn daemonset(o: &Value, now: jiff::Timestamp) -> Row {
     let st = &o["status"];
-    vec![
+    let mut row = vec![
         name(o),
         (col("Desired", "integer", 0), int(&st["desiredNumberScheduled"])),
         (col("Current", "integer", 0), int(&st["currentNumberScheduled"])),
@@ -273,6 +275,90 @@ fn daemonset(o: &Value, now: jiff::Timestamp) -> Row {
             none_if_empty(pairs(&o["spec"]["template"]["spec"]["nodeSelector"])),
         ),
         age_of(o, now),
+    ];
+    row.extend(template_columns(o));
+    row
+}
+
+/// Whether a Job condition of `kind` is there and `True` (the first of that type decides).
+fn job_condition(o: &Value, kind: &str) -> bool {
+    o["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == kind)
+        .is_some_and(|c| c["status"] == "True")
+}
+
+fn timestamp(v: &Value) -> Option<jiff::Timestamp> {
+    v.as_str().and_then(|t| t.parse().ok())
+}
+
+fn job(o: &Value, now: jiff::Timestamp) -> Row {
+    let (spec, st) = (&o["spec"], &o["status"]);
+    let succeeded = st["succeeded"].as_i64().unwrap_or(0);
+    let completions = match spec["completions"].as_i64() {
+        Some(c) => format!("{succeeded}/{c}"),
+        None => match spec["parallelism"].as_i64().unwrap_or(0) {
+            p if p > 1 => format!("{succeeded}/1 of {p}"),
+            _ => format!("{succeeded}/1"),
+        },
+    };
+    let duration = match (timestamp(&st["startTime"]), timestamp(&st["completionTime"])) {
+        (None, _) => String::new(),
+        (Some(start), None) => human_duration((now - start).get_seconds()),
+        (Some(start), Some(end)) => human_duration((end - start).get_seconds()),
+    };
+    let status = if job_condition(o, "Complete") {
+        "Complete"
+    } else if job_condition(o, "Failed") {
+        "Failed"
+    } else if o["metadata"]["deletionTimestamp"].is_string() {
+        "Terminating"
+    } else if job_condition(o, "Suspended") {
+        "Suspended"
+    } else if job_condition(o, "FailureTarget") {
+        "FailureTarget"
+    } else if job_condition(o, "SuccessCriteriaMet") {
+        "SuccessCriteriaMet"
+    } else {
+        "Running"
+    };
+    let mut row = vec![
+        name(o),
+        (col("Status", "string", 0), json!(status)),
+        (col("Completions", "string", 0), json!(completions)),
+        (col("Duration", "string", 0), json!(duration)),
+        age_of(o, now),
+    ];
+    row.extend(template_columns(o));
+    row
+}
+
+fn cronjob(o: &Value, now: jiff::Timestamp) -> Row {
+    let (spec, st) = (&o["spec"], &o["status"]);
+    let last = match &st["lastScheduleTime"] {
+        Value::Null => "<none>".to_string(),
+        t => age(t, now),
+    };
+    let suspend = match spec["suspend"].as_bool() {
+        Some(true) => "True",
+        Some(false) => "False",
+        None => "<unset>",
+    };
+    let template = &spec["jobTemplate"]["spec"];
+    let (containers, images) = containers_images(&template["template"]);
+    vec![
+        name(o),
+        (col("Schedule", "string", 0), str(&spec["schedule"])),
+        (col("Timezone", "string", 0), none_if_empty(s(&spec["timeZone"]))),
+        (col("Suspend", "boolean", 0), json!(suspend)),
+        (col("Active", "integer", 0), json!(st["active"].as_array().map_or(0, Vec::len))),
+        (col("Last Schedule", "string", 0), json!(last)),
+        age_of(o, now),
+        (col("Containers", "string", 1), json!(containers)),
+        (col("Images", "string", 1), json!(images)),
+        (col("Selector", "string", 1), json!(selector(&template["selector"]))),
     ]
 }
 
@@ -299,6 +385,11 @@ fn pairs(map: &Value) -> String {
     map.as_object()
         .map(|m| m.iter().map(|(k, v)| format!("{k}={}", s(v))).collect::<Vec<_>>().join(","))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+pub(super) fn age_for_tests(ts: &str) -> String {
+    age(&json!(ts), jiff::Timestamp::now())
 }
 
 fn age(ts: &Value, now: jiff::Timestamp) -> String {
@@ -462,6 +553,8 @@ fn containers_images(tpl: &Value) -> (String, String) {
     )
 }
 
+/// kubectl's `FormatLabelSelector`: `<none>` for no selector.
 fn selector(sel: &Value) -> String {
-    pairs(&sel["matchLabels"])
+    let typed = serde_json::from_value(sel.clone()).ok();
+    api::validation::selector::format_label_selector(typed.as_ref())
 }

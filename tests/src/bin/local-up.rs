@@ -1,9 +1,11 @@
 //! `local-up`: the main job of `hack/local-up.sh`. A one-node cluster on this machine: a private
 //! containerd with the offline test images, apiserver-lite (SQLite, TLS, a fresh PKI), the
-//! scheduler, and our kubelet joined to it with a copy of `examples/manifests` as its static
-//! pods. Then the seed's flow: `kubectl create -f examples/manifests/nginx-pod.yaml` → scheduled
-//! → `nginx-pod 1/1 Running`, serving HTTP. Prints how to look at everything and keeps it up
-//! until Ctrl-C (with `--once`, tears down right away).
+//! scheduler, the controller-manager, and our kubelet joined to it with a copy of
+//! `examples/manifests` as its static pods. Then the seed's flow: `kubectl create -f
+//! examples/manifests/nginx-pod.yaml` → scheduled → `nginx-pod 1/1 Running`, serving HTTP; and
+//! a Deployment: `kubectl create deployment web --image=busybox-httpd:1.35 --replicas=2` →
+//! `web 2/2`. Prints how to look at everything and keeps it up until Ctrl-C (with `--once`,
+//! tears down right away).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,9 +13,11 @@ use std::time::Duration;
 use anyhow::Context;
 use e2e::apiserver::ApiServer;
 use e2e::containerd::Containerd;
+use e2e::controllers::ControllerManager;
 use e2e::kubelet::Kubelet;
 use e2e::registry::http_get;
 use e2e::scheduler::Scheduler;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use tokio::signal::unix::{SignalKind, signal};
@@ -29,6 +33,7 @@ fn examples_dir() -> PathBuf {
 /// Everything local-up started; dropped in reverse order of start.
 struct Cluster {
     kubelet: Kubelet,
+    controllers: ControllerManager,
     scheduler: Scheduler,
     api: ApiServer,
 }
@@ -37,12 +42,15 @@ async fn bring_up(containerd: &Containerd) -> anyhow::Result<Cluster> {
     containerd.import_test_images()?;
     let api = ApiServer::start_for_nodes(&[NODE]).context("start apiserver-lite")?;
     let scheduler = Scheduler::start(&api, &[]).context("start the scheduler")?;
+    // The admin kubeconfig for now; the authorization issue gives it its own identity.
+    let controllers =
+        ControllerManager::start(&api, &[]).context("start the controller-manager")?;
     let kubelet = Kubelet::start_joined(containerd, NODE, &api.node_kubeconfig(NODE)?)?;
     for entry in std::fs::read_dir(examples_dir()).context("examples/manifests")? {
         let entry = entry?;
         std::fs::copy(entry.path(), kubelet.manifests().join(entry.file_name()))?;
     }
-    Ok(Cluster { kubelet, scheduler, api })
+    Ok(Cluster { kubelet, controllers, scheduler, api })
 }
 
 /// The pod once it is Running with every container ready and an IP.
@@ -90,6 +98,31 @@ async fn seed_flow(c: &Cluster) -> anyhow::Result<()> {
         "pod nginx-pod was scheduled to {node}, is Running on {ip}; it serves: {}",
         page.trim()
     );
+    deployment_flow(c).await
+}
+
+/// A Deployment through the controller-manager: `web 2/2`.
+async fn deployment_flow(c: &Cluster) -> anyhow::Result<()> {
+    let client = c.api.admin_client().await?;
+    let deployments: Api<Deployment> = Api::namespaced(client, "default");
+    let args = ["create", "deployment", "web", "--image=busybox-httpd:1.35", "--replicas=2"];
+    let out = c.api.kubectl(&args)?;
+    anyhow::ensure!(
+        out.status.success(),
+        "kubectl create deployment: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    print!("\n$ kubectl {}\n{}", args.join(" "), String::from_utf8_lossy(&out.stdout));
+    e2e::eventually("deployment web 2/2", WAIT, POLL, || async {
+        let s = deployments.get("web").await.ok()?.status?;
+        (s.ready_replicas == Some(2) && s.available_replicas == Some(2)).then_some(())
+    })
+    .await?;
+    let out = c.api.kubectl(&["get", "deployments,replicasets,pods", "-l", "app=web"])?;
+    print!(
+        "$ kubectl get deployments,replicasets,pods -l app=web\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     Ok(())
 }
 
@@ -107,7 +140,11 @@ fn print_help(containerd: &Containerd, c: &Cluster) {
     println!("\nTry:");
     println!("  export KUBECONFIG={}", c.api.kubeconfig().display());
     println!("  {kubectl} get nodes,pods -A -o wide");
-    println!("  {kubectl} run web --image=busybox-httpd:1.35 --port=80");
+    println!("  {kubectl} scale deployment web --replicas=3");
+    println!(
+        "  {kubectl} set env deployment/web VERSION=2 && {kubectl} rollout status deployment/web"
+    );
+    println!("  {kubectl} rollout undo deployment/web");
     println!(
         "  {kubectl} delete pod nginx-pod-{NODE}    # a mirror pod: the kubelet brings it back"
     );
@@ -131,9 +168,10 @@ async fn main() -> anyhow::Result<()> {
     };
     if let Err(e) = seed_flow(&cluster).await {
         eprintln!(
-            "local-up failed: {e:#}\nkubelet log:\n{}\nscheduler log:\n{}\napiserver log:\n{}",
+            "local-up failed: {e:#}\nkubelet log:\n{}\nscheduler log:\n{}\ncontroller-manager log:\n{}\napiserver log:\n{}",
             cluster.kubelet.log_tail(30),
             cluster.scheduler.log_tail(10),
+            cluster.controllers.log_tail(20),
             cluster.api.log_tail(10)
         );
         drop(cluster);
@@ -143,7 +181,7 @@ async fn main() -> anyhow::Result<()> {
     print_help(&containerd, &cluster);
     if !once {
         println!(
-            "\nCtrl-C stops the kubelet, the pods, the scheduler, the apiserver and containerd, and removes everything."
+            "\nCtrl-C stops the kubelet, the pods, the controller-manager, the scheduler, the apiserver and containerd, and removes everything."
         );
         let mut term = signal(SignalKind::terminate())?;
         tokio::select! {
@@ -152,8 +190,9 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     println!("stopping");
-    let Cluster { kubelet, scheduler, api } = cluster;
+    let Cluster { kubelet, controllers, scheduler, api } = cluster;
     drop(kubelet);
+    drop(controllers);
     drop(scheduler);
     drop(api);
     let report = containerd.stop().await;

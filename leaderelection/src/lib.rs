@@ -1,13 +1,13 @@
-//! Leader election on a `coordination.k8s.io/v1` Lease (`kube-system/kube-scheduler` by
-//! default), as client-go's `leaderelection` with a `LeaseLock`: so two schedulers never both
-//! bind, only the holder of the lease schedules.
+//! Leader election on a `coordination.k8s.io/v1` Lease, as client-go's `leaderelection` with a
+//! `LeaseLock`, shared by the scheduler (`kube-system/kube-scheduler`) and the controller-manager
+//! (`kube-system/kube-controller-manager`): of several instances only the lease holder acts.
 //!
 //! - A candidate takes the lease when it does not exist, has no holder, or has not changed for
 //!   `leaseDurationSeconds` *as measured on the candidate's own clock* since it last saw it
 //!   change (client-go's `observedTime`; clocks of different machines are never compared).
 //! - Writes are optimistic (`resourceVersion`), so of two candidates only one wins.
 //! - The leader renews every retry period; if it cannot renew within the renew deadline it has
-//!   lost the lease ([`LeaderError::Lost`]) and must stop (upstream's scheduler exits).
+//!   lost the lease ([`LeaderError::Lost`]) and must stop at once (upstream's components exit).
 //! - On a clean stop it releases the lease (empty holder), so a successor need not wait.
 
 use std::time::Duration;
@@ -30,6 +30,28 @@ pub struct ElectionConfig {
     pub lease_duration: Duration,
     pub renew_deadline: Duration,
     pub retry_period: Duration,
+}
+
+/// Upstream's validation of the `--leader-elect-*` durations.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")]
+    LeaseNotLongerThanRenewDeadline,
+    #[error("--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period")]
+    RenewDeadlineTooShort,
+}
+
+impl ElectionConfig {
+    /// Upstream's rules: lease duration > renew deadline > 1.2 × retry period.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.lease_duration <= self.renew_deadline {
+            return Err(ConfigError::LeaseNotLongerThanRenewDeadline);
+        }
+        if self.renew_deadline <= self.retry_period.mul_f64(1.2) {
+            return Err(ConfigError::RenewDeadlineTooShort);
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -284,6 +306,22 @@ mod tests {
         assert_eq!(taken.lease_transitions, Some(4));
         assert_eq!(taken.acquire_time, Some(MicroTime(now)));
         assert_eq!(taken.holder_identity.as_deref(), Some("me"));
+    }
+
+    #[test]
+    fn durations_are_validated_as_upstreams() {
+        let s = Duration::from_secs;
+        let config = |lease, renew, retry| ElectionConfig {
+            namespace: "kube-system".into(),
+            name: "x".into(),
+            identity: "me".into(),
+            lease_duration: s(lease),
+            renew_deadline: s(renew),
+            retry_period: s(retry),
+        };
+        assert_eq!(config(15, 10, 2).validate(), Ok(()));
+        assert_eq!(config(10, 10, 2).validate(), Err(ConfigError::LeaseNotLongerThanRenewDeadline));
+        assert_eq!(config(15, 2, 2).validate(), Err(ConfigError::RenewDeadlineTooShort));
     }
 
     #[test]

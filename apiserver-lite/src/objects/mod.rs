@@ -1,0 +1,471 @@
+//! Object lifecycle rules, as upstream's REST strategies apply them: decoding into the typed
+//! object (unknown fields dropped, or refused with `fieldValidation=Strict`), defaulting, the
+//! metadata a create sets, what an update may change, and validation.
+//!
+//! - this file: the lifecycle every kind shares, and [`Rules`], the one place a resource type
+//!   is mapped to the room that holds its kind's rules;
+//! - [`core`]: pods, namespaces, services, secrets;
+//! - [`apps`]: Deployments, ReplicaSets, DaemonSets;
+//! - [`batch`]: Jobs and CronJobs.
+
+mod apps;
+mod batch;
+mod core;
+
+use api::validation::{ErrorList, Path};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Endpoints, Event, Namespace, Node, Pod, PodTemplateSpec, Secret, Service,
+    ServiceAccount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use rand::Rng;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::errors::ApiError;
+use crate::resources::ResourceType;
+
+pub use batch::time_zone;
+
+/// The kinds with rules of their own, so that a resource type is matched against names in one
+/// place only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    Pod,
+    Namespace,
+    Service,
+    Secret,
+    Deployment,
+    ReplicaSet,
+    DaemonSet,
+    Job,
+    CronJob,
+    /// Metadata rules only.
+    Plain,
+}
+
+fn rules(r: &ResourceType) -> Rules {
+    match (r.group, r.kind) {
+        ("", "Pod") => Rules::Pod,
+        ("", "Namespace") => Rules::Namespace,
+        ("", "Service") => Rules::Service,
+        ("", "Secret") => Rules::Secret,
+        ("apps", "Deployment") => Rules::Deployment,
+        ("apps", "ReplicaSet") => Rules::ReplicaSet,
+        ("apps", "DaemonSet") => Rules::DaemonSet,
+        ("batch", "Job") => Rules::Job,
+        ("batch", "CronJob") => Rules::CronJob,
+        _ => Rules::Plain,
+    }
+}
+
+/// `fieldValidation`: what to do with fields the type does not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldValidation {
+    Strict,
+    Warn,
+    Ignore,
+}
+
+impl FieldValidation {
+    pub fn parse(v: Option<&str>) -> Result<Self, ApiError> {
+        match v {
+            None | Some("" | "Warn") => Ok(FieldValidation::Warn),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation must be one of Strict, Warn or Ignore, not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// RFC 3339 with seconds, as metadata timestamps are written.
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A random version 4 UUID.
+pub fn new_uid() -> String {
+    let b: [u8; 16] = rand::random();
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-4{}-{}{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        ["8", "9", "a", "b"][usize::from(b[8] & 3)],
+        &h[17..20],
+        &h[20..32]
+    )
+}
+
+/// upstream's generated-name suffix alphabet (no vowels, no confusable digits).
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+pub fn generate_name(prefix: &str) -> String {
+    let mut rng = rand::rng();
+    let base: String = prefix.chars().take(58).collect();
+    let suffix: String =
+        (0..5).map(|_| NAME_ALPHABET[rng.random_range(0..NAME_ALPHABET.len())] as char).collect();
+    format!("{base}{suffix}")
+}
+
+fn decode_typed<T: DeserializeOwned + Serialize>(
+    r: &ResourceType,
+    obj: Value,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let decoded = api::decode::decode::<T>(obj).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} in version {:?} cannot be handled as a {}: {e}",
+            r.kind, r.version, r.kind
+        ))
+    })?;
+    let value =
+        serde_json::to_value(decoded.value).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok((value, decoded.unknown_fields))
+}
+
+/// Decodes `obj` as the resource's type: wrong types fail with the field path, unknown fields are
+/// reported (and dropped, as upstream stores only what the type holds).
+pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiError> {
+    match (r.group, r.kind) {
+        ("", "Pod") => decode_typed::<Pod>(r, obj),
+        ("", "Namespace") => decode_typed::<Namespace>(r, obj),
+        ("", "Node") => decode_typed::<Node>(r, obj),
+        ("", "Event") => decode_typed::<Event>(r, obj),
+        ("", "Service") => decode_typed::<Service>(r, obj),
+        ("", "Endpoints") => decode_typed::<Endpoints>(r, obj),
+        ("", "ConfigMap") => decode_typed::<ConfigMap>(r, obj),
+        ("", "Secret") => decode_typed::<Secret>(r, obj),
+        ("", "ServiceAccount") => decode_typed::<ServiceAccount>(r, obj),
+        ("apps", "Deployment") => decode_typed::<Deployment>(r, obj),
+        ("apps", "ReplicaSet") => decode_typed::<ReplicaSet>(r, obj),
+        ("apps", "DaemonSet") => decode_typed::<DaemonSet>(r, obj),
+        ("batch", "Job") => decode_typed::<Job>(r, obj),
+        ("batch", "CronJob") => decode_typed::<CronJob>(r, obj),
+        ("coordination.k8s.io", "Lease") => decode_typed::<Lease>(r, obj),
+        ("events.k8s.io", "Event") => decode_typed::<k8s_openapi::api::events::v1::Event>(r, obj),
+        ("authorization.k8s.io", "SelfSubjectAccessReview") => {
+            decode_typed::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(r, obj)
+        }
+        ("authorization.k8s.io", "SubjectAccessReview") => {
+            decode_typed::<k8s_openapi::api::authorization::v1::SubjectAccessReview>(r, obj)
+        }
+        ("authorization.k8s.io", "SelfSubjectRulesReview") => {
+            decode_typed::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(r, obj)
+        }
+        ("authentication.k8s.io", "TokenReview") => {
+            decode_typed::<k8s_openapi::api::authentication::v1::TokenReview>(r, obj)
+        }
+        ("authentication.k8s.io", "SelfSubjectReview") => {
+            decode_typed::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(r, obj)
+        }
+        _ => Ok((obj, Vec::new())),
+    }
+}
+
+/// The typed form of an object that has already been decoded as its type.
+fn typed<T: DeserializeOwned>(obj: &Value) -> Result<T, ApiError> {
+    serde_json::from_value(obj.clone()).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+fn untyped<T: Serialize>(t: &T) -> Result<Value, ApiError> {
+    serde_json::to_value(t).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// Reads `obj` as `T`, lets `f` change it, writes it back.
+fn with_typed<T: DeserializeOwned + Serialize>(
+    obj: &mut Value,
+    f: impl FnOnce(&mut T),
+) -> Result<(), ApiError> {
+    let mut t: T = typed(obj)?;
+    f(&mut t);
+    *obj = untyped(&t)?;
+    Ok(())
+}
+
+/// A pod template's spec defaulted as a pod's is.
+fn default_template(t: &mut PodTemplateSpec) {
+    let mut pod = Pod { spec: t.spec.take(), ..Default::default() };
+    api::defaults::default_pod(&mut pod);
+    t.spec = pod.spec;
+}
+
+fn set_default(obj: &mut Value, path: &[&str], value: Value) {
+    let mut v = obj;
+    for p in &path[..path.len() - 1] {
+        if !v[*p].is_object() {
+            v[*p] = json!({});
+        }
+        v = &mut v[*p];
+    }
+    let last = path[path.len() - 1];
+    if v[last].is_null() {
+        v[last] = value;
+    }
+}
+
+/// Upstream's defaults for the kinds that have them.
+pub fn apply_defaults(r: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    match rules(r) {
+        Rules::Pod => with_typed(obj, core::default_pod),
+        Rules::Namespace => {
+            set_default(obj, &["spec", "finalizers"], json!(["kubernetes"]));
+            set_default(obj, &["status", "phase"], json!("Active"));
+            Ok(())
+        }
+        Rules::Secret => {
+            set_default(obj, &["type"], json!("Opaque"));
+            Ok(())
+        }
+        Rules::Service => {
+            core::default_service(obj);
+            Ok(())
+        }
+        Rules::Deployment => with_typed(obj, apps::default_deployment),
+        Rules::ReplicaSet => with_typed(obj, apps::default_replica_set),
+        Rules::DaemonSet => with_typed(obj, apps::default_daemon_set),
+        Rules::Job => with_typed(obj, batch::default_job),
+        Rules::CronJob => with_typed(obj, batch::default_cron_job),
+        Rules::Plain => Ok(()),
+    }
+}
+
+/// What a create sets beyond metadata, once defaults are in (upstream's `PrepareForCreate`):
+/// no status from the client, a pod's initial status, a Job's generated selector.
+pub fn prepare_for_create(r: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    match rules(r) {
+        Rules::Pod => core::prepare_pod_create(obj),
+        Rules::Deployment | Rules::ReplicaSet => {
+            obj["status"] = json!({});
+            Ok(())
+        }
+        Rules::DaemonSet => with_typed(obj, apps::prepare_daemon_set_create),
+        Rules::Job => with_typed(obj, batch::prepare_job_create),
+        Rules::CronJob => {
+            obj["status"] = json!({});
+            Ok(())
+        }
+        Rules::Namespace | Rules::Service | Rules::Secret | Rules::Plain => Ok(()),
+    }
+}
+
+fn metadata_of(obj: &Value) -> ObjectMeta {
+    serde_json::from_value(obj["metadata"].clone()).unwrap_or_default()
+}
+
+/// Upstream's `ValidateObjectMeta` for a kind without rules of its own: names (a DNS label for
+/// namespaces and services), labels, annotations, owner references, finalizers.
+fn validate_meta(r: &ResourceType, obj: &Value) -> ErrorList {
+    let meta = metadata_of(obj);
+    let path = Path::root("metadata");
+    let mut errs = if r.namespaced {
+        api::validation::pod::validate_object_meta(&meta, &path)
+    } else {
+        let mut m = meta;
+        m.namespace = Some("cluster-scoped".into()); // the rule for namespaced objects, minus the namespace
+        api::validation::pod::validate_object_meta(&m, &path)
+    };
+    if matches!(rules(r), Rules::Namespace | Rules::Service) {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        if !name.is_empty() && !errs.0.iter().any(|e| e.field == "metadata.name") {
+            for m in api::validation::names::dns1123_label(name) {
+                errs.push(api::validation::FieldError::invalid(&path.child("name"), name, m));
+            }
+        }
+    }
+    errs
+}
+
+fn invalid(r: &ResourceType, obj: &Value, errs: ErrorList) -> Result<(), ApiError> {
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    errs.into_result().map_err(|e| ApiError::invalid(r, name, &e))
+}
+
+/// Create validation: each kind's rules, with upstream's paths and messages.
+pub fn validate(r: &ResourceType, obj: &Value) -> Result<(), ApiError> {
+    let errs = match rules(r) {
+        Rules::Pod => {
+            let pod: Pod = typed(obj)?;
+            api::validation::validate_pod(&pod).err().unwrap_or_default()
+        }
+        Rules::Deployment => apps::validate_deployment(&typed(obj)?, None),
+        Rules::ReplicaSet => apps::validate_replica_set(&typed(obj)?, None),
+        Rules::DaemonSet => apps::validate_daemon_set(&typed(obj)?, None),
+        Rules::Job => batch::validate_job(&typed(obj)?, None),
+        Rules::CronJob => batch::validate_cron_job(&typed(obj)?, None),
+        Rules::Namespace | Rules::Service | Rules::Secret | Rules::Plain => validate_meta(r, obj),
+    };
+    invalid(r, obj, errs)
+}
+
+/// Update validation: the object's own rules with what may not change since `old`; for the
+/// `status` subresource, the status rules.
+pub fn validate_update(
+    r: &ResourceType,
+    sub: Option<&str>,
+    old: &Value,
+    new: &Value,
+) -> Result<(), ApiError> {
+    let mut errs = ErrorList::default();
+    let status = sub == Some("status");
+    errs.extend(match (rules(r), status) {
+        (Rules::Pod, _) => core::validate_pod_update(sub, &typed(old)?, &typed(new)?),
+        (Rules::Deployment, false) => apps::validate_deployment(&typed(new)?, Some(&typed(old)?)),
+        (Rules::Deployment, true) => apps::validate_deployment_status(&typed(new)?, &typed(old)?),
+        (Rules::ReplicaSet, false) => apps::validate_replica_set(&typed(new)?, Some(&typed(old)?)),
+        (Rules::ReplicaSet, true) => apps::validate_replica_set_status(&typed(new)?),
+        (Rules::DaemonSet, false) => apps::validate_daemon_set(&typed(new)?, Some(&typed(old)?)),
+        (Rules::DaemonSet, true) => apps::validate_daemon_set_status(&typed(new)?, &typed(old)?),
+        (Rules::Job, false) => batch::validate_job(&typed(new)?, Some(&typed(old)?)),
+        (Rules::Job, true) => batch::validate_job_status(&typed(new)?, &typed(old)?),
+        (Rules::CronJob, false) => batch::validate_cron_job(&typed(new)?, Some(&typed(old)?)),
+        (Rules::CronJob, true) => ErrorList::default(),
+        (Rules::Namespace | Rules::Service | Rules::Secret | Rules::Plain, _) => {
+            validate_meta(r, new)
+        }
+    });
+    invalid(r, new, errs)
+}
+
+/// Checks `apiVersion`/`kind` against the URL (filling them when absent, as the real server does
+/// for clients that omit them).
+pub fn check_type(r: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+    }
+    let gv = r.group_version();
+    match obj["apiVersion"].as_str() {
+        None | Some("") => obj["apiVersion"] = json!(gv),
+        Some(v) if v == gv => {}
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({gv})"
+            )));
+        }
+    }
+    match obj["kind"].as_str() {
+        None | Some("") => obj["kind"] = json!(r.kind),
+        Some(k) if k == r.kind => {}
+        Some(k) => {
+            // Upstream's prefix (its decoder fails converting one kind into the other), with
+            // the reason in plain words.
+            return Err(ApiError::bad_request(format!(
+                "{k} in version {:?} cannot be handled as a {}: the kind in the data ({k}) does not match the expected kind of {} ({})",
+                obj["apiVersion"].as_str().unwrap_or_default(),
+                r.kind,
+                r.name,
+                r.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What a create sets in the metadata: namespace (from the URL), name (generated if asked),
+/// uid, timestamps and generation.
+pub fn prepare_create(
+    r: &ResourceType,
+    namespace: Option<&str>,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
+    let meta = &mut obj["metadata"];
+    if !meta.is_object() {
+        *meta = json!({});
+    }
+    if meta["resourceVersion"].as_str().is_some_and(|v| !v.is_empty()) {
+        return Err(ApiError::bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
+    }
+    if r.namespaced {
+        let ns = namespace.unwrap_or_default();
+        match meta["namespace"].as_str() {
+            None | Some("") => meta["namespace"] = json!(ns),
+            Some(given) if given == ns => {}
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+    } else if let Some(m) = meta.as_object_mut() {
+        m.remove("namespace");
+    }
+    if meta["name"].as_str().unwrap_or_default().is_empty()
+        && let Some(prefix) = meta["generateName"].as_str().filter(|p| !p.is_empty())
+    {
+        meta["name"] = json!(generate_name(prefix));
+    }
+    meta["uid"] = json!(new_uid());
+    meta["creationTimestamp"] = json!(now_rfc3339());
+    meta["generation"] = json!(1);
+    if let Some(m) = meta.as_object_mut() {
+        for gone in ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"]
+        {
+            m.remove(gone);
+        }
+    }
+    Ok(())
+}
+
+/// What an update keeps from the stored object, and whether it bumps the generation.
+pub fn prepare_update(
+    r: &ResourceType,
+    subresource: Option<&str>,
+    old: &Value,
+    new: &mut Value,
+) -> Result<(), ApiError> {
+    for immutable in [
+        "uid",
+        "creationTimestamp",
+        "name",
+        "namespace",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        if old["metadata"][immutable].is_null() {
+            if let Some(m) = new["metadata"].as_object_mut() {
+                m.remove(immutable);
+            }
+        } else {
+            new["metadata"][immutable] = old["metadata"][immutable].clone();
+        }
+    }
+    let has_status = r.has_subresource("status");
+    match subresource {
+        Some("status") => {
+            // A status update changes only the status.
+            let status = new["status"].take();
+            *new = old.clone();
+            new["status"] = status;
+        }
+        // A binding sets spec.nodeName and the PodScheduled condition together; its own rule
+        // (`binding::Binding::assign`) decides both.
+        Some("binding") => {}
+        _ if has_status => new["status"] = old["status"].clone(),
+        _ => {}
+    }
+    let spec_changed = old.get("spec") != new.get("spec") && new.get("spec").is_some();
+    // Deployments copy their annotations to their ReplicaSets, so a change there is a change
+    // of what is wanted too.
+    let annotations_changed = rules(r) == Rules::Deployment
+        && old["metadata"]["annotations"] != new["metadata"]["annotations"];
+    if spec_changed || annotations_changed {
+        let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+        new["metadata"]["generation"] = json!(generation + 1);
+    }
+    if rules(r) == Rules::DaemonSet && subresource.is_none() {
+        apps::bump_template_generation(old, new);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

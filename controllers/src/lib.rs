@@ -1,0 +1,51 @@
+//! The controller-manager, as upstream's kube-controller-manager: control loops that make
+//! desired state actual, each on shared informers and its own rate-limited work queue, run only
+//! by the holder of the `kube-system/kube-controller-manager` Lease.
+//!
+//! Shared machinery:
+//! - [`key`]: what queues hold (`namespace/name`).
+//! - [`informers`]: one watch and cache per kind, shared; handlers see old and new objects.
+//! - [`workqueue`] + [`rate_limiter`]: dedup, one worker per key, per-key backoff and an overall
+//!   bucket; [`worker`] runs N workers over a queue.
+//! - [`expectations`]: creates and deletes asked for and not yet seen.
+//! - [`selector`], [`pods`]: label selectors; pod readiness, availability, owner references.
+//! - [`controller_ref`]: adopting and releasing (one controller per object).
+//! - [`ranking`]: which pods to delete first; [`slow_start`]: batches of 1, 2, 4, ….
+//! - [`client`]: every API call behind a trait; [`events`]: events behind a trait;
+//!   [`throttle`]: `--kube-api-qps`/`--kube-api-burst` on every request.
+//! - [`metrics`]: `workqueue_*` and sync durations; [`server`]: `/healthz` and `/metrics` over
+//!   TLS.
+//!
+//! Controllers (one room each, one row in [`manager::CONTROLLERS`]):
+//! - [`replicaset`]: pods for ReplicaSets.
+//! - [`deployment`]: ReplicaSets for Deployments (rolling update, recreate, rollback,
+//!   conditions).
+//! - [`serviceaccount`]: a `default` ServiceAccount in every namespace.
+//!
+//! [`manager`]: flags → config, leader election, informers, the controllers, stop order.
+
+pub mod client;
+pub mod controller_ref;
+pub mod deployment;
+pub mod events;
+pub mod expectations;
+pub mod informers;
+pub mod key;
+pub mod manager;
+pub mod metrics;
+pub mod pods;
+pub mod ranking;
+pub mod rate_limiter;
+pub mod replicaset;
+pub mod selector;
+pub mod server;
+pub mod serviceaccount;
+pub mod slow_start;
+pub mod throttle;
+pub mod worker;
+pub mod workqueue;
+
+#[cfg(test)]
+pub mod fake;
+
+pub use manager::{Config, RunError, run};

@@ -1,0 +1,134 @@
+//! `controller-manager`: parses upstream kube-controller-manager's flags, sets up logging, and
+//! runs the controllers until SIGTERM or SIGINT (workers finish their sync, the lease is
+//! released). Exits non-zero when the lease is lost, as upstream.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use controllers::manager::{self, Config};
+use controllers::server::Serving;
+use leaderelection::ElectionConfig;
+
+/// Runs the ReplicaSet, Deployment and ServiceAccount controllers. Flags follow upstream's
+/// kube-controller-manager.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// A kubeconfig for the apiserver (default: in-cluster, then $KUBECONFIG or ~/.kube/config).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Controllers to run: `*` (every one on by default), `name` enables, `-name` disables;
+    /// comma-separated. Known: replicaset-controller, deployment-controller,
+    /// serviceaccount-controller (or replicaset, deployment, serviceaccount).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    controllers: Vec<String>,
+    /// Take part in leader election on a Lease and run the controllers only while holding it.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    leader_elect: bool,
+    /// How long non-leaders wait after the lease was last seen renewed before taking it.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before giving up leadership.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    leader_elect_renew_deadline: Duration,
+    /// How often candidates try to acquire, and the leader to renew.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    leader_elect_retry_period: Duration,
+    /// The lease's name.
+    #[arg(long, default_value = "kube-controller-manager")]
+    leader_elect_resource_name: String,
+    /// The lease's namespace.
+    #[arg(long, default_value = "kube-system")]
+    leader_elect_resource_namespace: String,
+    /// Requests per second to the apiserver (a token bucket; ≤ 0 disables the limit).
+    #[arg(long, default_value_t = 20.0)]
+    kube_api_qps: f32,
+    /// Requests allowed in a burst above the QPS.
+    #[arg(long, default_value_t = 30)]
+    kube_api_burst: u32,
+    /// ReplicaSets synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_replicaset_syncs: usize,
+    /// Deployments synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_deployment_syncs: usize,
+    /// Namespaces whose ServiceAccounts are synced concurrently.
+    #[arg(long, default_value_t = 1)]
+    concurrent_serviceaccount_syncs: usize,
+    /// The HTTPS port for /healthz and /metrics; 0 disables it.
+    #[arg(long, default_value_t = 10257)]
+    secure_port: u16,
+    /// The address the secure port listens on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind_address: IpAddr,
+    /// The serving certificate (PEM); with --tls-private-key-file.
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    #[arg(long)]
+    tls_private_key_file: Option<PathBuf>,
+    /// Where a self-signed serving certificate is kept when none is given (in memory if unset).
+    #[arg(long)]
+    cert_dir: Option<PathBuf>,
+    #[command(flatten)]
+    log: daemon::LogArgs,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    args.log.init();
+    manager::validate_controllers(&args.controllers)?;
+    if args.tls_cert_file.is_some() != args.tls_private_key_file.is_some() {
+        anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together");
+    }
+    let hostname =
+        nix::unistd::gethostname().context("reading the hostname")?.to_string_lossy().into_owned();
+    let identity = leaderelection::identity(&hostname);
+    let election = args.leader_elect.then(|| ElectionConfig {
+        namespace: args.leader_elect_resource_namespace.clone(),
+        name: args.leader_elect_resource_name.clone(),
+        identity: identity.clone(),
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+    });
+    if let Some(e) = &election {
+        e.validate()?;
+    }
+    let config = Config {
+        controllers: args.controllers.clone(),
+        leader_election: election,
+        concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
+        concurrent_deployment_syncs: args.concurrent_deployment_syncs,
+        concurrent_serviceaccount_syncs: args.concurrent_serviceaccount_syncs,
+        secure_addr: (args.secure_port != 0)
+            .then(|| SocketAddr::new(args.bind_address, args.secure_port)),
+        serving: Serving {
+            cert_file: args.tls_cert_file.clone(),
+            key_file: args.tls_private_key_file.clone(),
+            cert_dir: args.cert_dir.clone(),
+        },
+    };
+    let kube_config = match &args.kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("loading {}", path.display()))?
+        }
+        None => kube::Config::infer().await.context("finding a kubeconfig")?,
+    };
+    let client = kube::client::ClientBuilder::try_from(kube_config)?
+        .with_layer(&controllers::throttle::ThrottleLayer::new(
+            args.kube_api_qps,
+            args.kube_api_burst,
+        ))
+        .build();
+    tracing::info!(identity = %identity, leader_elect = args.leader_elect, "starting the controller-manager");
+    let stop = daemon::stop_on_signal("controllers finish their syncs")?;
+    controllers::run(client, config, stop).await.context("controller-manager")
+}
