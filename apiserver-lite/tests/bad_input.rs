@@ -349,6 +349,40 @@ async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
         .await;
     assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(3)), "{}", r.body);
     assert_eq!(r.body["status"]["selector"], "app=web");
+    // Delete options: a policy that does not exist, or two that contradict, are 422; the
+    // query's policy counts as the body's; orphanDependents=false still pending is 202.
+    let at = format!("{apps}/deployments/web");
+    let sideways =
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Sideways"});
+    let msg = assert_status(&c.json("DELETE", &at, JSON, &sideways).await, 422, "Invalid");
+    assert_eq!(
+        msg,
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sideways\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+    );
+    let both = json!({"propagationPolicy": "Orphan", "orphanDependents": true});
+    assert_status(&c.json("DELETE", &at, JSON, &both).await, 422, "Invalid");
+    let r = c.send("DELETE", &format!("{at}?propagationPolicy=Foreground"), None, vec![]).await;
+    assert_eq!(
+        (r.code, &r.body["metadata"]["finalizers"]),
+        (200, &json!(["foregroundDeletion"])),
+        "{}",
+        r.body
+    );
+    let mut held = workload("Deployment", "held", "Always");
+    held["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    assert_eq!(c.json("POST", &format!("{apps}/deployments"), JSON, &held).await.code, 201);
+    let r = c
+        .json(
+            "DELETE",
+            &format!("{apps}/deployments/held"),
+            JSON,
+            &json!({"orphanDependents": false}),
+        )
+        .await;
+    assert_eq!(r.code, 202, "{}", r.body);
+    // The legacy flag set false asks for the background: the GC finalizer goes, and the object.
+    let r = c.json("DELETE", &at, JSON, &json!({"orphanDependents": false})).await;
+    assert_eq!((r.code, &r.body["status"]), (200, &json!("Success")), "{}", r.body);
     // Nothing of it was stored.
     for path in
         [format!("{apps}/replicasets"), format!("{batch}/jobs"), format!("{batch}/cronjobs")]
