@@ -449,3 +449,29 @@ async fn a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn new_pods_tolerate_unready_and_unreachable_nodes_for_the_configured_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        Store::open(Arc::new(SqliteBackend::open(&dir.path().join("db")).unwrap())).unwrap();
+    let admission = apiserver_lite::admission::Admission {
+        default_not_ready_toleration_seconds: 30,
+        default_unreachable_toleration_seconds: 45,
+    };
+    let r = Registry::new(Arc::new(store)).with_admission(admission);
+    r.bootstrap().await.unwrap();
+    let (p, _) = r.create(pods(), Some("default"), pod("p", json!({})), W).await.unwrap();
+    assert_eq!(
+        p["spec"]["tolerations"],
+        json!([
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 45},
+        ])
+    );
+    // An update that leaves them out gets them back, as upstream's plugin runs on updates too.
+    let mut bare = p.clone();
+    bare["spec"]["tolerations"] = json!([]);
+    let (u, _) = r.update(pods(), Some("default"), "p", None, bare, W).await.unwrap();
+    assert_eq!(u["spec"]["tolerations"], p["spec"]["tolerations"]);
+}

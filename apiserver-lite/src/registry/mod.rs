@@ -18,6 +18,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use crate::admission::Admission;
 use crate::errors::ApiError;
 pub use crate::list::{ListAt, ListOptions, ListPage};
 use crate::objects::{self, FieldValidation};
@@ -70,11 +71,18 @@ fn rv(obj: &Value) -> Option<&str> {
 #[derive(Debug, Clone)]
 pub struct Registry {
     pub store: Arc<Store>,
+    /// The admission plugins' settings.
+    pub admission: Admission,
 }
 
 impl Registry {
     pub fn new(store: Arc<Store>) -> Self {
-        Self { store }
+        Self { store, admission: Admission::default() }
+    }
+
+    /// With admission settings other than upstream's defaults.
+    pub fn with_admission(self, admission: Admission) -> Self {
+        Self { admission, ..self }
     }
 
     /// Creates the initial namespaces that are missing.
@@ -155,6 +163,7 @@ impl Registry {
         let (mut obj, unknown) = objects::decode(r, obj)?;
         let warnings = field_warnings(&unknown, validation)?;
         objects::apply_defaults(r, &mut obj)?;
+        self.admission.admit(r, None, &mut obj)?;
         objects::prepare_for_create(r, &mut obj)?;
         objects::validate(r, &obj)?;
         self.require_namespace(r, ns)?;
@@ -239,6 +248,7 @@ impl Registry {
                     return Err(ApiError::stale(r, name));
                 }
                 objects::apply_defaults(r, &mut new)?;
+                self.admission.admit(r, sub, &mut new)?;
                 objects::prepare_update(r, sub, &old, &mut new)?;
                 objects::validate_update(r, sub, &old, &new)?;
                 new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
