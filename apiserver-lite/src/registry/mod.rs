@@ -28,6 +28,9 @@ use crate::storage::memory::Mutation;
 pub use delete::{DeleteOptions, DeleteQuery, Propagation};
 pub use watch::{WatchItem, WatchOptions, WatchStart, WatchStream};
 
+/// How many names a `generateName` create tries (upstream's retry on a taken name).
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
 /// Namespaces that exist from the start.
 pub const INITIAL_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -148,8 +151,30 @@ impl Registry {
         parse(&stored.value)
     }
 
-    /// Creates an object. Returns it and any warnings (unknown fields with `Warn`).
+    /// Creates an object. Returns it and any warnings (unknown fields with `Warn`). A name made
+    /// from `generateName` that is taken is made again, up to upstream's eight attempts.
     pub async fn create(
+        &self,
+        r: &ResourceType,
+        ns: Option<&str>,
+        body: Value,
+        w: WriteOptions,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let meta = &body["metadata"];
+        let generated = meta["name"].as_str().unwrap_or_default().is_empty()
+            && meta["generateName"].as_str().is_some_and(|p| !p.is_empty());
+        let attempts = if generated { GENERATE_NAME_ATTEMPTS } else { 1 };
+        let mut last = None;
+        for _ in 0..attempts {
+            match self.create_once(r, ns, body.clone(), w).await {
+                Err(e) if e.code == 409 && e.reason == "AlreadyExists" => last = Some(e),
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or_else(|| ApiError::internal("create made no attempt")))
+    }
+
+    async fn create_once(
         &self,
         r: &ResourceType,
         ns: Option<&str>,
