@@ -92,6 +92,18 @@ impl ApiError {
         Self { details: Some(d), ..Self::new(422, "Invalid", errors.status_message(r.kind, name)) }
     }
 
+    /// 422 for `DeleteOptions` that contradict themselves.
+    pub fn invalid_delete_options(errors: &ErrorList) -> Self {
+        let causes: Vec<Value> = errors
+            .0
+            .iter()
+            .map(|e| json!({ "reason": e.kind.cause_reason(), "message": e.message(), "field": e.field }))
+            .collect();
+        let d = json!({ "group": "meta.k8s.io", "kind": "DeleteOptions", "causes": causes });
+        let message = errors.status_message("DeleteOptions.meta.k8s.io", "");
+        Self { details: Some(d), ..Self::new(422, "Invalid", message) }
+    }
+
     /// 422 for a `Scale` sent to a `scale` subresource.
     pub fn invalid_scale(name: &str, errors: &ErrorList) -> Self {
         let causes: Vec<Value> = errors

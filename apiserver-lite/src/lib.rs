@@ -1,5 +1,7 @@
 //! apiserver-lite: a Kubernetes API server for small clusters.
 //!
+//! - [`admission`]: what the server changes in objects before validation
+//!   (`DefaultTolerationSeconds`).
 //! - [`storage`]: the revisioned store (SQLite backend, in-memory state, watch history).
 //! - [`resources`]: the served resource types.
 //! - [`request`]: routing and query parameters.
@@ -18,6 +20,7 @@
 //! - [`reviews`]: `auth can-i` and `auth whoami` answered, never stored.
 //! - [`binding`]: `pods/binding`, assigning a pod to a node.
 
+pub mod admission;
 pub mod auth;
 pub mod binding;
 pub mod certs;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use apiserver_lite::admission::Admission;
 use apiserver_lite::auth::Authenticator;
 use apiserver_lite::http::ApiState;
 use apiserver_lite::http::proxy::{AddressTypes, KubeletClient};
@@ -69,6 +70,13 @@ struct Args {
     /// The node address types tried, in order, to reach a kubelet.
     #[arg(long, value_delimiter = ',', default_value = "InternalIP,ExternalIP,Hostname")]
     kubelet_preferred_address_types: Vec<String>,
+    /// The `tolerationSeconds` of the `node.kubernetes.io/not-ready:NoExecute` toleration
+    /// added to every pod that has none (DefaultTolerationSeconds admission).
+    #[arg(long, default_value_t = 300)]
+    default_not_ready_toleration_seconds: i64,
+    /// The same for `node.kubernetes.io/unreachable:NoExecute`.
+    #[arg(long, default_value_t = 300)]
+    default_unreachable_toleration_seconds: i64,
     #[command(flatten)]
     log: daemon::LogArgs,
 }
@@ -85,7 +93,11 @@ async fn main() -> anyhow::Result<()> {
     let backend = SqliteBackend::open(&args.data_dir.join("state.db"))
         .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
     let store = Arc::new(Store::open(Arc::new(backend))?);
-    let registry = Arc::new(Registry::new(store.clone()));
+    let admission = Admission {
+        default_not_ready_toleration_seconds: args.default_not_ready_toleration_seconds,
+        default_unreachable_toleration_seconds: args.default_unreachable_toleration_seconds,
+    };
+    let registry = Arc::new(Registry::new(store.clone()).with_admission(admission));
     registry
         .bootstrap()
         .await

@@ -44,8 +44,24 @@ pub fn apply(kind: PatchType, original: &Value, patch: &Value) -> Result<Value, 
                 ))
             })?;
             let mut out = original.clone();
-            json_patch::patch(&mut out, &ops)
-                .map_err(|e| ApiError::new_unprocessable(e.to_string()))?;
+            // One operation at a time: a `replace` of an object member that is not there adds
+            // it, as upstream's JSON patch library (evanphx v4) does; kubectl's `rollout undo`
+            // replaces `/metadata/annotations` whether the Deployment has any or not.
+            for op in ops.0 {
+                let op = match op {
+                    json_patch::PatchOperation::Replace(r)
+                        if missing_member(&out, r.path.as_str()) =>
+                    {
+                        json_patch::PatchOperation::Add(json_patch::AddOperation {
+                            path: r.path,
+                            value: r.value,
+                        })
+                    }
+                    other => other,
+                };
+                json_patch::patch(&mut out, &[op])
+                    .map_err(|e| ApiError::new_unprocessable(e.to_string()))?;
+            }
             Ok(out)
         }
         PatchType::Strategic => {
@@ -58,6 +74,13 @@ pub fn apply(kind: PatchType, original: &Value, patch: &Value) -> Result<Value, 
             "server-side apply (application/apply-patch+yaml) is not supported yet; use client-side apply (kubectl apply without --server-side)",
         )),
     }
+}
+
+/// Whether `path` names a member missing from an object that exists.
+fn missing_member(doc: &Value, path: &str) -> bool {
+    let Some((parent, last)) = path.rsplit_once('/') else { return false };
+    let key = last.replace("~1", "/").replace("~0", "~");
+    doc.pointer(parent).and_then(Value::as_object).is_some_and(|m| !m.contains_key(&key))
 }
 
 /// The merge key of a list field of the built-in types, by field name (and element shape where
@@ -254,6 +277,18 @@ mod tests {
         let failing = json!([{"op": "test", "path": "/metadata/name", "value": "other"}]);
         assert_eq!(apply(PatchType::Json, &pod(), &failing).unwrap_err().code, 422);
         assert_eq!(apply(PatchType::Json, &pod(), &json!({"op": "x"})).unwrap_err().code, 400);
+    }
+
+    #[test]
+    fn json_patch_replace_of_a_missing_member_adds_it_as_upstream() {
+        let ops = json!([{"op": "replace", "path": "/metadata/annotations", "value": {"a": "1"}}]);
+        let out = apply(PatchType::Json, &pod(), &ops).unwrap();
+        assert_eq!(out["metadata"]["annotations"], json!({"a": "1"}));
+        // Beyond the end of a list, or under a member that is not there, it still fails.
+        let ops = json!([{"op": "replace", "path": "/spec/containers/9", "value": {}}]);
+        assert!(apply(PatchType::Json, &pod(), &ops).is_err());
+        let ops = json!([{"op": "replace", "path": "/status/nothing/here", "value": 1}]);
+        assert!(apply(PatchType::Json, &pod(), &ops).is_err());
     }
 
     #[test]

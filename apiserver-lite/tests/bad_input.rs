@@ -269,6 +269,13 @@ async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
     every61["spec"]["schedule"] = json!("*/5 * * * 8");
     let mut mars = workload("CronJob", "mars", "OnFailure");
     mars["spec"]["timeZone"] = json!("Mars/Olympus");
+    let mut owned = pod("owned");
+    let owner = |kind: &str, name: &str| json!({"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": format!("uid-{name}"), "controller": true});
+    owned["metadata"]["ownerReferences"] =
+        json!([owner("ReplicaSet", "a"), owner("ReplicaSet", "b")]);
+    let mut unnamed_owner = pod("unnamed-owner");
+    unnamed_owner["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "Node", "name": "", "uid": "u"}]);
     let cases = [
         (
             format!("{apps}/replicasets"),
@@ -300,12 +307,31 @@ async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
             mars,
             "CronJob \"mars\" is invalid: spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus",
         ),
+        (
+            PODS.to_string(),
+            owned,
+            "Pod \"owned\" is invalid: metadata.ownerReferences: Invalid value: [{",
+        ),
+        (
+            PODS.to_string(),
+            unnamed_owner,
+            "Pod \"unnamed-owner\" is invalid: metadata.ownerReferences.name: Invalid value: \"\": must not be empty",
+        ),
     ];
     for (path, body, want) in cases {
         let r = c.json("POST", &path, JSON, &body).await;
         let msg = assert_status(&r, 422, "Invalid");
         assert!(msg.starts_with(want), "{path}:\n got {msg}\nwant {want}");
     }
+    let r = c.json("POST", PODS, JSON, &json!({"metadata": {"name": "x"}})).await;
+    assert_status(&r, 422, "Invalid");
+    let mut owned = pod("owned");
+    owned["metadata"]["ownerReferences"] = json!([owner("ReplicaSet", "a"), {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "b", "uid": "u", "controller": true}]);
+    let msg = assert_status(&c.json("POST", PODS, JSON, &owned).await, 422, "Invalid");
+    assert!(
+        msg.ends_with("Only one reference can have Controller set to true. Found \"true\" in references for ReplicaSet/a and DaemonSet/b"),
+        "{msg}"
+    );
     // A Scale with negative replicas is refused as upstream words it; a good one lands.
     let web = workload("Deployment", "web", "Always");
     assert_eq!(c.json("POST", &format!("{apps}/deployments"), JSON, &web).await.code, 201);
@@ -323,6 +349,40 @@ async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
         .await;
     assert_eq!((r.code, &r.body["spec"]["replicas"]), (200, &json!(3)), "{}", r.body);
     assert_eq!(r.body["status"]["selector"], "app=web");
+    // Delete options: a policy that does not exist, or two that contradict, are 422; the
+    // query's policy counts as the body's; orphanDependents=false still pending is 202.
+    let at = format!("{apps}/deployments/web");
+    let sideways =
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Sideways"});
+    let msg = assert_status(&c.json("DELETE", &at, JSON, &sideways).await, 422, "Invalid");
+    assert_eq!(
+        msg,
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sideways\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+    );
+    let both = json!({"propagationPolicy": "Orphan", "orphanDependents": true});
+    assert_status(&c.json("DELETE", &at, JSON, &both).await, 422, "Invalid");
+    let r = c.send("DELETE", &format!("{at}?propagationPolicy=Foreground"), None, vec![]).await;
+    assert_eq!(
+        (r.code, &r.body["metadata"]["finalizers"]),
+        (200, &json!(["foregroundDeletion"])),
+        "{}",
+        r.body
+    );
+    let mut held = workload("Deployment", "held", "Always");
+    held["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    assert_eq!(c.json("POST", &format!("{apps}/deployments"), JSON, &held).await.code, 201);
+    let r = c
+        .json(
+            "DELETE",
+            &format!("{apps}/deployments/held"),
+            JSON,
+            &json!({"orphanDependents": false}),
+        )
+        .await;
+    assert_eq!(r.code, 202, "{}", r.body);
+    // The legacy flag set false asks for the background: the GC finalizer goes, and the object.
+    let r = c.json("DELETE", &at, JSON, &json!({"orphanDependents": false})).await;
+    assert_eq!((r.code, &r.body["status"]), (200, &json!("Success")), "{}", r.body);
     // Nothing of it was stored.
     for path in
         [format!("{apps}/replicasets"), format!("{batch}/jobs"), format!("{batch}/cronjobs")]

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use apiserver_lite::objects::FieldValidation;
 use apiserver_lite::registry::{
-    DeleteOptions, ListAt, ListOptions, Registry, WatchItem, WatchOptions, WatchStart, WriteOptions,
+    DeleteOptions, ListAt, ListOptions, Propagation, Registry, WatchItem, WatchOptions, WatchStart,
+    WriteOptions,
 };
 
 const W: WriteOptions = WriteOptions { dry_run: false, validation: FieldValidation::Strict };
@@ -281,6 +282,65 @@ async fn finalizers_hold_an_object_until_they_are_removed() {
 }
 
 #[tokio::test]
+async fn propagation_policies_set_the_gc_finalizers_and_removing_them_completes_the_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path()).await;
+    let deploys = find("apps", "v1", "deployments").unwrap();
+    let deployment = |name: &str| {
+        json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"app": name}},
+               "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "busybox:1.35"}]}}}})
+    };
+    let with = |p| DeleteOptions { propagation: Some(p), ..DeleteOptions::default() };
+    let ns = Some("default");
+    for name in ["fg", "orphan", "bg"] {
+        r.create(deploys, ns, deployment(name), W).await.unwrap();
+    }
+    // Foreground: marked, with the finalizer the garbage collector removes once the dependents
+    // are gone; the object stays until then.
+    let d = r.delete(deploys, ns, "fg", &with(Propagation::Foreground), false).await.unwrap();
+    assert!(!d.removed);
+    assert_eq!(d.object["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    assert!(d.object["metadata"]["deletionTimestamp"].is_string());
+    // Nothing may add a finalizer now.
+    let mut more = r.get(deploys, ns, "fg").unwrap();
+    more["metadata"]["finalizers"] = json!(["foregroundDeletion", "example.com/late"]);
+    let err = r.update(deploys, ns, "fg", None, more, W).await.unwrap_err();
+    assert!(
+        err.message.contains("no new finalizers can be added if the object is being deleted"),
+        "{}",
+        err.message
+    );
+    // The garbage collector's patch removing it completes the deletion.
+    let mut done = r.get(deploys, ns, "fg").unwrap();
+    done["metadata"]["finalizers"] = json!([]);
+    r.update(deploys, ns, "fg", None, done, W).await.unwrap();
+    assert_eq!(r.get(deploys, ns, "fg").unwrap_err().code, 404);
+
+    // Orphan, and the legacy orphanDependents, set the orphan finalizer.
+    let d = r.delete(deploys, ns, "orphan", &with(Propagation::Orphan), false).await.unwrap();
+    assert_eq!(d.object["metadata"]["finalizers"], json!(["orphan"]));
+    // Background: gone at once (the garbage collector deletes dependents after).
+    let d = r.delete(deploys, ns, "bg", &with(Propagation::Background), false).await.unwrap();
+    assert!(d.removed && d.warnings.is_empty());
+
+    // A batch/v1 Job with no policy orphans its pods, and says so.
+    let jobs = find("batch", "v1", "jobs").unwrap();
+    let job = json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.35"}]}}}});
+    r.create(jobs, ns, job, W).await.unwrap();
+    let d = r.delete(jobs, ns, "j", &DeleteOptions::default(), false).await.unwrap();
+    assert_eq!(d.object["metadata"]["finalizers"], json!(["orphan"]));
+    assert_eq!(
+        d.warnings,
+        [
+            "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"
+        ]
+    );
+    // Asked again in the background, the orphan finalizer goes and so does the Job.
+    let d = r.delete(jobs, ns, "j", &with(Propagation::Background), false).await.unwrap();
+    assert!(d.removed);
+}
+
+#[tokio::test]
 async fn deleting_a_namespace_removes_its_contents_then_itself() {
     let dir = tempfile::tempdir().unwrap();
     let r = registry(dir.path()).await;
@@ -388,4 +448,30 @@ async fn a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired() {
             .items
             .is_empty()
     );
+}
+
+#[tokio::test]
+async fn new_pods_tolerate_unready_and_unreachable_nodes_for_the_configured_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        Store::open(Arc::new(SqliteBackend::open(&dir.path().join("db")).unwrap())).unwrap();
+    let admission = apiserver_lite::admission::Admission {
+        default_not_ready_toleration_seconds: 30,
+        default_unreachable_toleration_seconds: 45,
+    };
+    let r = Registry::new(Arc::new(store)).with_admission(admission);
+    r.bootstrap().await.unwrap();
+    let (p, _) = r.create(pods(), Some("default"), pod("p", json!({})), W).await.unwrap();
+    assert_eq!(
+        p["spec"]["tolerations"],
+        json!([
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 45},
+        ])
+    );
+    // An update that leaves them out gets them back, as upstream's plugin runs on updates too.
+    let mut bare = p.clone();
+    bare["spec"]["tolerations"] = json!([]);
+    let (u, _) = r.update(pods(), Some("default"), "p", None, bare, W).await.unwrap();
+    assert_eq!(u["spec"]["tolerations"], p["spec"]["tolerations"]);
 }

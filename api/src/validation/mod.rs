@@ -3,11 +3,13 @@
 //!
 //! - [`names`]: DNS-1123 labels and subdomains, C identifiers, IANA service names, qualified
 //!   names, label values.
+//! - [`meta`]: owner references and finalizers.
 //! - [`pod`]: `ValidatePodCreate`: metadata and pod-level spec; `ValidatePodTemplateSpec`.
 //! - [`selector`]: label selectors: validation, matching, and their text form.
 //! - `container` and `volume`: the per-container and per-volume rules it calls.
 
 mod container;
+pub mod meta;
 pub mod names;
 pub mod pod;
 pub mod selector;

@@ -43,6 +43,10 @@ pub fn validate_object_meta(meta: &ObjectMeta, path: &Path) -> ErrorList {
     }
     validate_labels(meta.labels.as_ref(), &path.child("labels"), &mut errs);
     validate_annotations(meta.annotations.as_ref(), &path.child("annotations"), &mut errs);
+    let owners = meta.owner_references.as_deref().unwrap_or_default();
+    super::meta::validate_owner_references(owners, &path.child("ownerReferences"), &mut errs);
+    let finalizers = meta.finalizers.as_deref().unwrap_or_default();
+    super::meta::validate_finalizers(finalizers, &path.child("finalizers"), &mut errs);
     errs
 }
 

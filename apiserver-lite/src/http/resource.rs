@@ -18,7 +18,9 @@ use crate::binding::Binding;
 use crate::errors::ApiError;
 use crate::objects::{self, FieldValidation};
 use crate::patch::{self, PatchType};
-use crate::registry::{DeleteOptions, ListAt, ListOptions, WatchOptions, WatchStart, WriteOptions};
+use crate::registry::{
+    DeleteOptions, DeleteQuery, ListAt, ListOptions, WatchOptions, WatchStart, WriteOptions,
+};
 use crate::request::{Query, ResourceRequest};
 use crate::resources::{self, ResourceType};
 use crate::reviews;
@@ -345,41 +347,63 @@ pub async fn handle(
             Ok(with_warnings(body::json(200, &obj), &warnings))
         }
         ("delete", Some(n), None) => {
-            let raw = body::read(incoming).await?;
-            let opts_body: Option<Value> = match raw.is_empty() {
-                true => None,
-                false => Some(serde_json::from_slice(&raw).map_err(|e| {
-                    ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}"))
-                })?),
-            };
-            let opts = DeleteOptions::from(opts_body.as_ref(), q.number("gracePeriodSeconds")?);
+            let opts = delete_options(incoming, content_type.as_deref(), &q).await?;
             let deleted = registry.delete(r, ns, n, &opts, write.dry_run).await?;
-            if r.group.is_empty() && r.kind == "Pod" || !deleted.removed {
-                return Ok(body::json(200, &deleted.object));
-            }
-            Ok(body::json(200, &success(r, n, &deleted.object["metadata"]["uid"])))
+            // Upstream answers 202 only to an explicit `orphanDependents: false` still pending.
+            let code =
+                if !deleted.removed && opts.orphan_dependents == Some(false) { 202 } else { 200 };
+            let resp = if r.group.is_empty() && r.kind == "Pod" || !deleted.removed {
+                body::json(code, &deleted.object)
+            } else {
+                body::json(code, &success(r, n, &deleted.object["metadata"]["uid"]))
+            };
+            Ok(with_warnings(resp, &deleted.warnings))
         }
         ("deletecollection", None, None) => {
+            let opts = delete_options(incoming, content_type.as_deref(), &q).await?;
             let page = registry.list(r, ns, &list_options(r, &q)?)?;
-            let opts = DeleteOptions::from(None, q.number("gracePeriodSeconds")?);
+            let mut warnings = Vec::new();
             let mut items = Vec::new();
             for raw in page.items {
                 let obj: Value = serde_json::from_slice(&raw).unwrap_or_default();
                 let n = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
                 let ons = obj["metadata"]["namespace"].as_str().map(str::to_string);
                 match registry.delete(r, ons.as_deref().or(ns), &n, &opts, write.dry_run).await {
-                    Ok(d) => items.push(d.object),
+                    Ok(d) => {
+                        for w in d.warnings {
+                            if !warnings.contains(&w) {
+                                warnings.push(w);
+                            }
+                        }
+                        items.push(d.object);
+                    }
                     Err(e) if e.code == 404 => {}
                     Err(e) => return Err(e),
                 }
             }
-            Ok(body::json(
-                200,
-                &json!({"kind": r.list_kind(), "apiVersion": r.group_version(), "metadata": {}, "items": items}),
-            ))
+            let list = json!({"kind": r.list_kind(), "apiVersion": r.group_version(), "metadata": {}, "items": items});
+            Ok(with_warnings(body::json(200, &list), &warnings))
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// A delete's options: the `DeleteOptions` body (JSON or YAML; none is allowed) and the query's
+/// `gracePeriodSeconds`, `propagationPolicy` and `orphanDependents`.
+async fn delete_options(
+    incoming: Incoming,
+    content_type: Option<&str>,
+    q: &Query,
+) -> Result<DeleteOptions, ApiError> {
+    let raw = body::read(incoming).await?;
+    let body = if raw.is_empty() { None } else { Some(body::parse(&raw, content_type)?) };
+    let orphan = q.get("orphanDependents").map(|v| matches!(v, "true" | "True" | "1"));
+    let query = DeleteQuery {
+        grace_period_seconds: q.number("gracePeriodSeconds")?,
+        propagation_policy: q.get("propagationPolicy").filter(|p| !p.is_empty()),
+        orphan_dependents: orphan,
+    };
+    DeleteOptions::parse(body, query)
 }
 
 fn r_is_pods(rr: &ResourceRequest) -> bool {

@@ -313,6 +313,15 @@ pub fn validate_update(
     new: &Value,
 ) -> Result<(), ApiError> {
     let mut errs = ErrorList::default();
+    let (old_meta, new_meta) = (metadata_of(old), metadata_of(new));
+    if old_meta.deletion_timestamp.is_some() {
+        api::validation::meta::validate_no_new_finalizers(
+            new_meta.finalizers.as_deref().unwrap_or_default(),
+            old_meta.finalizers.as_deref().unwrap_or_default(),
+            &Path::root("metadata").child("finalizers"),
+            &mut errs,
+        );
+    }
     let status = sub == Some("status");
     errs.extend(match (rules(r), status) {
         (Rules::Pod, _) => core::validate_pod_update(sub, &typed(old)?, &typed(new)?),

@@ -3,10 +3,12 @@
 //! deletion, finalizers, namespaces that empty themselves before they go).
 //!
 //! - this file: the options, get, create, update and delete;
+//! - [`delete`]: what a delete does: grace periods, finalizers, propagation to dependents;
 //! - [`list`]: pages over one snapshot, and continue tokens;
 //! - [`watch`]: watches from a revision through selectors;
 //! - [`namespace`]: the namespace controller that empties Terminating namespaces.
 
+mod delete;
 mod list;
 mod namespace;
 mod watch;
@@ -16,13 +18,18 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use crate::admission::Admission;
 use crate::errors::ApiError;
 pub use crate::list::{ListAt, ListOptions, ListPage};
 use crate::objects::{self, FieldValidation};
 use crate::resources::{self, ResourceType};
 use crate::storage::Store;
 use crate::storage::memory::Mutation;
+pub use delete::{DeleteOptions, DeleteQuery, Propagation};
 pub use watch::{WatchItem, WatchOptions, WatchStart, WatchStream};
+
+/// How many names a `generateName` create tries (upstream's retry on a taken name).
+const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 /// Namespaces that exist from the start.
 pub const INITIAL_NAMESPACES: [&str; 4] =
@@ -41,33 +48,14 @@ impl Default for WriteOptions {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeleteOptions {
-    pub grace_period_seconds: Option<i64>,
-    pub precondition_uid: Option<String>,
-    pub precondition_resource_version: Option<String>,
-}
-
-impl DeleteOptions {
-    /// Reads a `DeleteOptions` body and the query's `gracePeriodSeconds`.
-    pub fn from(body: Option<&Value>, grace_query: Option<i64>) -> Self {
-        let b = body.cloned().unwrap_or(Value::Null);
-        Self {
-            grace_period_seconds: grace_query.or_else(|| b["gracePeriodSeconds"].as_i64()),
-            precondition_uid: b["preconditions"]["uid"].as_str().map(str::to_string),
-            precondition_resource_version: b["preconditions"]["resourceVersion"]
-                .as_str()
-                .map(str::to_string),
-        }
-    }
-}
-
 /// What a deletion did.
 #[derive(Debug, Clone)]
 pub struct Deleted {
     /// The object as it is now (marked for deletion) or was (removed).
     pub object: Value,
     pub removed: bool,
+    /// Warnings for the client (a batch/v1 Job deleted with no propagation policy).
+    pub warnings: Vec<String>,
 }
 
 fn parse(bytes: &[u8]) -> Result<Value, ApiError> {
@@ -82,31 +70,22 @@ fn rv(obj: &Value) -> Option<&str> {
     obj["metadata"]["resourceVersion"].as_str().filter(|s| !s.is_empty())
 }
 
-fn now_plus(secs: i64) -> String {
-    let t = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(secs);
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-fn is_graceful_pod(r: &ResourceType, obj: &Value) -> bool {
-    r.group.is_empty()
-        && r.kind == "Pod"
-        && obj["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty())
-        && !matches!(obj["status"]["phase"].as_str(), Some("Succeeded" | "Failed"))
-}
-
-fn has_finalizers(obj: &Value) -> bool {
-    obj["metadata"]["finalizers"].as_array().is_some_and(|f| !f.is_empty())
-}
-
 /// The resource operations.
 #[derive(Debug, Clone)]
 pub struct Registry {
     pub store: Arc<Store>,
+    /// The admission plugins' settings.
+    pub admission: Admission,
 }
 
 impl Registry {
     pub fn new(store: Arc<Store>) -> Self {
-        Self { store }
+        Self { store, admission: Admission::default() }
+    }
+
+    /// With admission settings other than upstream's defaults.
+    pub fn with_admission(self, admission: Admission) -> Self {
+        Self { admission, ..self }
     }
 
     /// Creates the initial namespaces that are missing.
@@ -172,8 +151,30 @@ impl Registry {
         parse(&stored.value)
     }
 
-    /// Creates an object. Returns it and any warnings (unknown fields with `Warn`).
+    /// Creates an object. Returns it and any warnings (unknown fields with `Warn`). A name made
+    /// from `generateName` that is taken is made again, up to upstream's eight attempts.
     pub async fn create(
+        &self,
+        r: &ResourceType,
+        ns: Option<&str>,
+        body: Value,
+        w: WriteOptions,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let meta = &body["metadata"];
+        let generated = meta["name"].as_str().unwrap_or_default().is_empty()
+            && meta["generateName"].as_str().is_some_and(|p| !p.is_empty());
+        let attempts = if generated { GENERATE_NAME_ATTEMPTS } else { 1 };
+        let mut last = None;
+        for _ in 0..attempts {
+            match self.create_once(r, ns, body.clone(), w).await {
+                Err(e) if e.code == 409 && e.reason == "AlreadyExists" => last = Some(e),
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or_else(|| ApiError::internal("create made no attempt")))
+    }
+
+    async fn create_once(
         &self,
         r: &ResourceType,
         ns: Option<&str>,
@@ -187,6 +188,7 @@ impl Registry {
         let (mut obj, unknown) = objects::decode(r, obj)?;
         let warnings = field_warnings(&unknown, validation)?;
         objects::apply_defaults(r, &mut obj)?;
+        self.admission.admit(r, None, &mut obj)?;
         objects::prepare_for_create(r, &mut obj)?;
         objects::validate(r, &obj)?;
         self.require_namespace(r, ns)?;
@@ -271,6 +273,7 @@ impl Registry {
                     return Err(ApiError::stale(r, name));
                 }
                 objects::apply_defaults(r, &mut new)?;
+                self.admission.admit(r, sub, &mut new)?;
                 objects::prepare_update(r, sub, &old, &mut new)?;
                 objects::validate_update(r, sub, &old, &new)?;
                 new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
@@ -278,10 +281,7 @@ impl Registry {
                     result = Some(old);
                     return Ok(Mutation::Unchanged);
                 }
-                if new["metadata"]["deletionTimestamp"].is_string()
-                    && !has_finalizers(&new)
-                    && !is_graceful_pod(r, &new)
-                {
+                if delete::remove_on_update(&old, &new) {
                     result = Some(new);
                     return Ok(if dry_run { Mutation::Unchanged } else { Mutation::Delete });
                 }
@@ -297,8 +297,8 @@ impl Registry {
     }
 
     /// Deletes an object: at once, or by marking it (pods bound to a node wait for their
-    /// kubelet's grace-0 confirmation; objects with finalizers wait for them; namespaces empty
-    /// themselves first).
+    /// kubelet's grace-0 confirmation; objects with finalizers, the garbage collector's
+    /// included, wait for them; namespaces empty themselves first).
     pub async fn delete(
         &self,
         r: &ResourceType,
@@ -307,46 +307,80 @@ impl Registry {
         opts: &DeleteOptions,
         dry_run: bool,
     ) -> Result<Deleted, ApiError> {
+        let dry_run = dry_run || opts.dry_run;
         let key = r.key(ns, name);
+        let namespace = r.group.is_empty() && r.kind == "Namespace";
+        let now = jiff::Timestamp::now();
         let mut out = None;
         self.store
-            .mutate(&key, |current, rev| {
+            .mutate::<ApiError, _>(&key, |current, rev| {
                 let current = current.ok_or_else(|| ApiError::not_found(r, name))?;
-                let mut obj = parse(&current.value)?;
-                if let Some(uid) = &opts.precondition_uid
-                    && obj["metadata"]["uid"].as_str() != Some(uid) {
-                        return Err(ApiError::conflict(r, name, &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", obj["metadata"]["uid"].as_str().unwrap_or_default())));
+                let stored = parse(&current.value)?;
+                check_preconditions(r, name, &stored, opts)?;
+                let outcome = if namespace {
+                    terminate_namespace(stored.clone(), now)
+                } else {
+                    delete::decide(r, stored.clone(), opts, now)
+                };
+                let (object, mutation) = match outcome {
+                    delete::Outcome::Remove(o) => {
+                        out = Some((o, true));
+                        return Ok(if dry_run { Mutation::Unchanged } else { Mutation::Delete });
                     }
-                if let Some(want) = &opts.precondition_resource_version
-                    && rv(&obj) != Some(want.as_str()) {
-                        return Err(ApiError::conflict(r, name, &format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in meta: {}", rv(&obj).unwrap_or_default())));
+                    delete::Outcome::Mark(o) if o != stored => {
+                        let mut o = o;
+                        o["metadata"]["resourceVersion"] = json!(rev.to_string());
+                        let put = encode(&o);
+                        (o, if dry_run { Mutation::Unchanged } else { Mutation::Put(put) })
                     }
-                let grace = opts.grace_period_seconds.unwrap_or_else(|| obj["spec"]["terminationGracePeriodSeconds"].as_i64().unwrap_or(30)).max(0);
-                let namespace = r.group.is_empty() && r.kind == "Namespace";
-                let mark = (is_graceful_pod(r, &obj) && grace > 0) || has_finalizers(&obj) || namespace;
-                if !mark {
-                    out = Some(Deleted { object: obj, removed: true });
-                    return Ok(if dry_run { Mutation::Unchanged } else { Mutation::Delete });
-                }
-                let already = obj["metadata"]["deletionGracePeriodSeconds"].as_i64();
-                if obj["metadata"]["deletionTimestamp"].is_string() && already.is_some_and(|a| a <= grace) {
-                    out = Some(Deleted { object: obj, removed: false });
-                    return Ok(Mutation::Unchanged);
-                }
-                let grace = if is_graceful_pod(r, &obj) { grace } else { 0 };
-                obj["metadata"]["deletionTimestamp"] = json!(now_plus(grace));
-                obj["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
-                if namespace {
-                    obj["status"]["phase"] = json!("Terminating");
-                }
-                obj["metadata"]["resourceVersion"] = json!(rev.to_string());
-                let put = encode(&obj);
-                out = Some(Deleted { object: obj, removed: false });
-                Ok(if dry_run { Mutation::Unchanged } else { Mutation::Put(put) })
+                    delete::Outcome::Mark(o) | delete::Outcome::Keep(o) => (o, Mutation::Unchanged),
+                };
+                out = Some((object, false));
+                Ok(mutation)
             })
             .await?;
-        out.ok_or_else(|| ApiError::internal("delete produced nothing"))
+        let (object, removed) = out.ok_or_else(|| ApiError::internal("delete produced nothing"))?;
+        let mut warnings = Vec::new();
+        if delete::default_propagation(r) == Propagation::Orphan && opts.no_policy() {
+            warnings.push(delete::JOB_ORPHAN_WARNING.to_string());
+        }
+        Ok(Deleted { object, removed, warnings })
     }
+}
+
+fn check_preconditions(
+    r: &ResourceType,
+    name: &str,
+    obj: &Value,
+    opts: &DeleteOptions,
+) -> Result<(), ApiError> {
+    let uid = obj["metadata"]["uid"].as_str().unwrap_or_default();
+    if let Some(want) = opts.precondition_uid.as_deref().filter(|w| *w != uid) {
+        let why =
+            format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}");
+        return Err(ApiError::conflict(r, name, &why));
+    }
+    if let Some(want) = opts.precondition_resource_version.as_deref()
+        && rv(obj) != Some(want)
+    {
+        let why = format!(
+            "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in meta: {}",
+            rv(obj).unwrap_or_default()
+        );
+        return Err(ApiError::conflict(r, name, &why));
+    }
+    Ok(())
+}
+
+/// A namespace is marked Terminating (once); the namespace controller empties and removes it.
+fn terminate_namespace(mut ns: Value, now: jiff::Timestamp) -> delete::Outcome {
+    if ns["metadata"]["deletionTimestamp"].is_string() {
+        return delete::Outcome::Keep(ns);
+    }
+    ns["metadata"]["deletionTimestamp"] = json!(now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+    ns["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+    ns["status"]["phase"] = json!("Terminating");
+    delete::Outcome::Mark(ns)
 }
 
 pub(crate) fn field_warnings(

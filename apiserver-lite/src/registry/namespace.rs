@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{DeleteOptions, Registry, parse};
+use super::{DeleteOptions, Propagation, Registry, parse};
 use crate::errors::ApiError;
 use crate::list::ListOptions;
 use crate::resources::{self, RESOURCES};
@@ -43,9 +43,13 @@ impl Registry {
                     left += 1;
                     let Ok(obj) = parse(&item) else { continue };
                     let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                    // As upstream's namespace controller: dependents go in the background.
+                    let opts = DeleteOptions {
+                        propagation: Some(Propagation::Background),
+                        ..DeleteOptions::default()
+                    };
                     if obj["metadata"]["deletionTimestamp"].is_null()
-                        && let Err(e) =
-                            self.delete(r, Some(ns), &name, &DeleteOptions::default(), false).await
+                        && let Err(e) = self.delete(r, Some(ns), &name, &opts, false).await
                     {
                         tracing::debug!(namespace = ns, name, error = %e, "deleting namespace content");
                     }

@@ -383,34 +383,130 @@ fn validate_success_policy(spec: &JobSpec, path: &Path, errs: &mut ErrorList) {
     }
 }
 
-/// Upstream's `validateIndexesFormat`: `1,3-5,7`, ordered, below `completions`; the count.
+/// Upstream's `validateIndexesFormat`: `1,3-5,7`, increasing, below `completions`; the count.
 fn count_indexes(text: &str, completions: i32) -> Result<i32, String> {
+    if text.is_empty() {
+        return Ok(0);
+    }
+    let mut last: Option<i64> = None;
     let mut total = 0i32;
-    let mut last: i64 = -1;
-    for interval in text.split(',').filter(|s| !s.is_empty()) {
-        let (a, b) = match interval.split_once('-') {
-            Some((a, b)) => (a, b),
-            None => (interval, interval),
-        };
-        let parse = |s: &str| {
-            s.parse::<i64>()
-                .map_err(|_| format!("cannot convert string to integer for index: {s:?}"))
-        };
-        let (x, y) = (parse(a)?, parse(b)?);
-        if x > y {
-            return Err(format!("non-increasing order, previous: {x}, current: {y}"));
+    let number = |s: &str| {
+        s.parse::<i64>().map_err(|_| format!("cannot convert string to integer for index: {s:?}"))
+    };
+    for interval in text.split(',') {
+        let limits: Vec<&str> = interval.split('-').collect();
+        if limits.len() > 2 {
+            return Err(format!(
+                "the fragment {interval:?} violates the requirement that an index interval can have at most two parts separated by '-'"
+            ));
         }
-        if x <= last {
-            return Err(format!("non-increasing order, previous: {last}, current: {x}"));
+        let x = number(limits[0])?;
+        if x >= i64::from(completions) {
+            return Err(format!("too large index: {:?}", limits[0]));
         }
-        if y >= i64::from(completions) {
-            return Err(format!("too large index: {y}"));
+        if let Some(l) = last.filter(|l| *l >= x) {
+            return Err(format!("non-increasing order, previous: {l}, current: {x}"));
         }
-        if x < 0 {
-            return Err(format!("too small index: {x}"));
+        total = total.saturating_add(1);
+        last = Some(x);
+        if let Some(high) = limits.get(1) {
+            let y = number(high)?;
+            if y >= i64::from(completions) {
+                return Err(format!("too large index: {high:?}"));
+            }
+            if x >= y {
+                return Err(format!("non-increasing order, previous: {x}, current: {y}"));
+            }
+            total = total.saturating_add(i32::try_from(y - x).unwrap_or(i32::MAX));
+            last = Some(y);
         }
-        last = y;
-        total = total.saturating_add(i32::try_from(y - x + 1).unwrap_or(i32::MAX));
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn errors(spec: serde_json::Value) -> Vec<String> {
+        let mut spec: JobSpec = serde_json::from_value(spec).unwrap();
+        let mut pod = k8s_openapi::api::core::v1::Pod {
+            spec: spec.template.spec.take(),
+            ..Default::default()
+        };
+        api::defaults::default_pod(&mut pod);
+        spec.template.spec = pod.spec;
+        let mut errs = ErrorList::default();
+        validate_job_spec(&spec, &Path::root("spec"), &mut errs);
+        errs.0.iter().map(ToString::to_string).collect()
+    }
+
+    fn template(restart: &str) -> serde_json::Value {
+        json!({"spec": {"restartPolicy": restart, "containers": [{"name": "main", "image": "x:1"}]}})
+    }
+
+    #[test]
+    fn indexed_jobs_need_completions_and_per_index_limits_need_indexes() {
+        assert!(errors(json!({"template": template("Never")})).is_empty());
+        assert_eq!(
+            errors(json!({"completionMode": "Indexed", "template": template("Never")})),
+            ["spec.completions: Required value: when completion mode is Indexed"]
+        );
+        assert_eq!(
+            errors(json!({"backoffLimitPerIndex": 1, "template": template("Never")})),
+            ["spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode"]
+        );
+        assert_eq!(
+            errors(json!({"completionMode": "Sometimes", "template": template("Never")})),
+            [
+                "spec.completionMode: Unsupported value: \"Sometimes\": supported values: \"NonIndexed\", \"Indexed\""
+            ]
+        );
+        assert_eq!(
+            errors(
+                json!({"parallelism": -1, "backoffLimit": -2, "template": template("OnFailure")})
+            ),
+            [
+                "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+                "spec.backoffLimit: Invalid value: -2: must be greater than or equal to 0"
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_failure_policies_and_success_policies_as_upstream() {
+        let policy = json!({"rules": [
+            {"action": "FailJob", "onExitCodes": {"containerName": "nope", "operator": "In", "values": [0, 3, 2, 2]}},
+            {"action": "Explode", "onPodConditions": [{"type": "DisruptionTarget"}]},
+            {"action": "Ignore"},
+        ]});
+        let got = errors(json!({"podFailurePolicy": policy, "template": template("OnFailure")}));
+        for want in [
+            "spec.podFailurePolicy.rules[0].onExitCodes.containerName: Invalid value: \"nope\": must be one of the container or initContainer names in the pod template",
+            "spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator",
+            "spec.podFailurePolicy.rules[0].onExitCodes.values[3]: Duplicate value: 2",
+            "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [0,3,2,2]: must be ordered",
+            "spec.podFailurePolicy.rules[1].action: Unsupported value: \"Explode\": supported values: \"Count\", \"FailIndex\", \"FailJob\", \"Ignore\"",
+            "spec.podFailurePolicy.rules[2]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
+            "spec.template.spec.restartPolicy: Invalid value: \"OnFailure\": only \"Never\" is supported when podFailurePolicy is specified",
+        ] {
+            assert!(got.contains(&want.to_string()), "{want}\nnot in {got:#?}");
+        }
+        let success = json!({"rules": [{"succeededIndexes": "0-2,1", "succeededCount": 5}]});
+        let got = errors(
+            json!({"completionMode": "Indexed", "completions": 3, "successPolicy": success, "template": template("Never")}),
+        );
+        assert_eq!(
+            got,
+            [
+                "spec.successPolicy.rules[0].succeededIndexes: Invalid value: \"0-2,1\": error parsing succeededIndexes: non-increasing order, previous: 2, current: 1",
+                "spec.successPolicy.rules[0].succeededCount: Invalid value: 5: must be less than or equal to 3 (the number of specified completions)",
+                "spec.successPolicy.rules[0].succeededCount: Invalid value: 5: must be less than or equal to 0 (the number of indexes in the specified succeededIndexes field)",
+            ]
+        );
+    }
 }
