@@ -103,6 +103,18 @@ impl Cluster {
         });
     }
 
+    /// Waits until `kubectl get events` for pod `name` contains every string in `want`.
+    async fn events_show(&self, name: &str, want: &[&str]) {
+        let selector = format!("involvedObject.name={name}");
+        let args = ["get", "events", "--field-selector", selector.as_str()];
+        eventually(&format!("{name}'s events"), WAIT, POLL, || async {
+            let out = self.kubectl(&args);
+            want.iter().all(|w| out.contains(w)).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}: want {want:?}, got:\n{}", self.kubectl(&args)));
+    }
+
     fn exec(&self, pod: &str, container: &str, script: &str) {
         let out = self
             .node
@@ -202,6 +214,22 @@ async fn probes_decide_readiness_and_restarts() {
         .await;
     let last = restarted.last_state.unwrap().terminated.unwrap();
     assert_eq!(last.exit_code, 137, "killed after the failed probe: {last:?}");
+    // What `kubectl get events` shows for both: the probe failures and the kill, with reasons.
+    c.events_show(
+        "live-exec",
+        &[
+            "Unhealthy",
+            "Liveness probe failed",
+            "Killing",
+            "Container app failed liveness probe, will be restarted",
+        ],
+    )
+    .await;
+    c.events_show(
+        "ready-http",
+        &["Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 404"],
+    )
+    .await;
 
     // Startup gates liveness: started once the server listens, never restarted.
     let s = c
@@ -276,6 +304,7 @@ async fn lifecycle_hooks_run_around_the_container() {
         })
         .await;
     assert!(s.started != Some(true) || s.restart_count >= 1, "{s:?}");
+    c.events_show("post-start-fails", &["FailedPostStartHook", "Killing"]).await;
 
     for name in ["pre-stop", "pre-stop-hangs"] {
         c.until("running", name, |p| container(p, "app").filter(|s| running(s)).map(|_| ())).await;
