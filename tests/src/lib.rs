@@ -9,6 +9,9 @@
 //! - [`cluster`]: apiserver-lite, a private containerd and a kubelet joined to it, as one.
 //! - [`scheduler`]: the scheduler binary as a process, and Node objects with capacity for nodes
 //!   without kubelets.
+//! - [`hollow`]: hollow nodes (real kubelets on fake runtimes) joined to apiserver-lite, with the
+//!   scheduler and other control-plane processes: the scale-test cluster.
+//! - [`process`]: a component as a child process: liveness with its log tail, RSS and CPU.
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
 //! - [`cri_suite`]: CRI scenarios run against any runtime.
 //! - [`eventually`]: bounded polling instead of sleeps.
@@ -18,8 +21,10 @@ pub mod cluster;
 pub mod containerd;
 pub mod cri_suite;
 pub mod eventually;
+pub mod hollow;
 pub mod kubelet;
 pub mod leaks;
+pub mod process;
 pub mod registry;
 pub mod require;
 pub mod scheduler;
