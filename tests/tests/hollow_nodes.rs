@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use e2e::hollow::{self, HollowSpec};
+use e2e::leaks;
 use fake_cri::Rpc;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
@@ -158,7 +159,13 @@ async fn ten_hollow_nodes_join_and_run_two_hundred_scheduled_pods_until_deleted(
         .await
         .unwrap();
 
+    // Teardown: the apiserver, the scheduler and every kubelet were there, and are gone.
+    let dir = cluster.dir().to_path_buf();
+    let running = leaks::processes(&dir, "\0none");
+    assert!(running.len() >= NODES + 2, "{running:?}");
     cluster.stop().await.unwrap();
+    assert_eq!(leaks::processes(&dir, "\0none"), Vec::new());
+    assert!(!dir.exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
