@@ -10,12 +10,16 @@
 //! - `store`: sandbox and container records and their lifecycle.
 //! - `runtime`: the CRI operations on the store.
 //! - `images`: the image store and reference normalisation.
+//! - `ipam`: pod addresses from a subnet ([`PodCidr`]), as CNI's host-local hands them out.
+//! - `records`: records by id with truncated-id lookup and a label index.
 //! - `service`: the gRPC trait implementations (faults, then the operation).
 //! - `logs`: CRI-format log lines.
 
 mod images;
+mod ipam;
 mod logs;
 mod program;
+mod records;
 mod rpc;
 mod runtime;
 mod service;
@@ -32,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use images::{ImageRef, InvalidRef};
+pub use ipam::{InvalidCidr, PodCidr};
 pub use logs::rfc3339_nanos;
 pub use program::{ExecHandler, ExecOutcome, Match, OnSigterm, Program, Stream};
 pub use rpc::Rpc;
@@ -116,6 +121,12 @@ impl FakeRuntime {
     /// How many calls of `rpc` arrived (including failed ones).
     pub fn calls(&self, rpc: Rpc) -> u64 {
         lock(&self.inner.faults).calls(rpc)
+    }
+
+    /// Sandboxes started from now on get their addresses from `cidr` (default containerd's
+    /// `10.88.0.0/16`); give each runtime its own subnet when several serve one cluster.
+    pub fn set_pod_cidr(&self, cidr: PodCidr) {
+        lock(&self.inner.store).ipam.set_cidr(cidr);
     }
 
     /// Puts an image in the store as if it had been pulled.

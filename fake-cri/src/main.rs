@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::Parser;
-use fake_cri::{FakeCriServer, FakeRuntime};
+use fake_cri::{FakeCriServer, FakeRuntime, PodCidr};
 use proto::UnixEndpoint;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -18,6 +18,10 @@ struct Args {
     /// An image present from the start, as if pulled (repeatable).
     #[arg(long = "image", value_name = "REFERENCE")]
     images: Vec<String>,
+    /// The subnet sandboxes get their addresses from (host-local's range: the network, `.1` and
+    /// the broadcast address excluded).
+    #[arg(long, default_value = "10.88.0.0/16")]
+    pod_cidr: PodCidr,
 }
 
 #[tokio::main]
@@ -32,6 +36,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
 
     let runtime = FakeRuntime::new();
+    runtime.set_pod_cidr(args.pod_cidr);
     for image in &args.images {
         runtime.add_image(image).with_context(|| format!("--image {image}"))?;
     }

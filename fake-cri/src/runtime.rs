@@ -12,7 +12,7 @@ use tonic::Status;
 
 use crate::images::ImageRef;
 use crate::program::OnSigterm;
-use crate::store::{self, Container, Phase, START_ERROR_CODE, Sandbox, SandboxState, Store};
+use crate::store::{Container, Phase, START_ERROR_CODE, Sandbox, SandboxState, Store};
 use crate::{FakeRuntime, lock, logs};
 
 /// Exit code of a container killed with SIGKILL.
@@ -45,6 +45,9 @@ impl FakeRuntime {
         sandbox_id: &str,
         kind: cri::ContainerEventType,
     ) {
+        if self.inner.events.receiver_count() == 0 {
+            return; // nobody listens: not worth building the statuses
+        }
         let event = cri::ContainerEventResponse {
             container_id: container_id.to_string(),
             container_event_type: kind as i32,
@@ -90,15 +93,17 @@ impl FakeRuntime {
             created_at: now_ns(),
             state: SandboxState::Ready,
             ip: None,
-            reserved_name: reserved_name.clone(),
+            reserved_name,
         };
         if !sandbox.host_network() {
-            store.next_ip += 1;
-            let n = store.next_ip;
-            sandbox.ip = Some(format!("10.88.{}.{}", (n >> 8) & 0xff, n & 0xff));
+            let ip = store.ipam.allocate().map_err(|e| {
+                Status::unknown(format!(
+                    "failed to setup network for sandbox {id:?}: plugin type=\"bridge\" failed (add): failed to allocate for range 0: {e}"
+                ))
+            })?;
+            sandbox.ip = Some(ip.to_string());
         }
-        store.names.insert(reserved_name, id.clone());
-        store.sandboxes.insert(id.clone(), sandbox);
+        store.add_sandbox(sandbox);
         self.emit(&store, &id, &id, cri::ContainerEventType::ContainerCreatedEvent);
         self.emit(&store, &id, &id, cri::ContainerEventType::ContainerStartedEvent);
         Ok(id)
@@ -106,22 +111,15 @@ impl FakeRuntime {
 
     pub(crate) fn stop_pod_sandbox(&self, id: &str) -> Result<(), Status> {
         let mut store = lock(&self.inner.store);
-        let id =
-            store::resolve(&store.sandboxes, id).ok_or_else(|| sandbox_not_found(id))?.to_string();
-        let running: Vec<String> = store
-            .containers
-            .values()
-            .filter(|c| c.sandbox_id == id && matches!(c.phase, Phase::Running { .. }))
-            .map(|c| c.id.clone())
-            .collect();
-        for cid in running {
+        let id = store.sandboxes.resolve(id).ok_or_else(|| sandbox_not_found(id))?.to_string();
+        for cid in store.container_ids_of(&id) {
             self.finish_locked(&mut store, &cid, SIGKILL_EXIT);
         }
         let was_ready = store.sandboxes.get(&id).is_some_and(|s| s.state == SandboxState::Ready);
         if let Some(s) = store.sandboxes.get_mut(&id) {
             s.state = SandboxState::NotReady;
-            s.ip = None;
         }
+        store.release_ip(&id);
         if was_ready {
             self.emit(&store, &id, &id, cri::ContainerEventType::ContainerStoppedEvent);
         }
@@ -129,29 +127,19 @@ impl FakeRuntime {
     }
 
     pub(crate) fn remove_pod_sandbox(&self, id: &str) -> Result<(), Status> {
-        let resolved = store::resolve(&lock(&self.inner.store).sandboxes, id).map(str::to_string);
+        let resolved = lock(&self.inner.store).sandboxes.resolve(id).map(str::to_string);
         let Some(id) = resolved else {
             tracing::debug!(id, "RemovePodSandbox of a sandbox that does not exist");
             return Ok(());
         };
         self.stop_pod_sandbox(&id)?;
         let mut store = lock(&self.inner.store);
-        let members: Vec<String> = store
-            .containers
-            .values()
-            .filter(|c| c.sandbox_id == id)
-            .map(|c| c.id.clone())
-            .collect();
-        for cid in members {
-            if let Some(c) = store.containers.remove(&cid) {
-                store.names.remove(&c.reserved_name);
-            }
+        for cid in store.container_ids_of(&id) {
+            store.remove_container(&cid);
             self.emit(&store, &cid, &id, cri::ContainerEventType::ContainerDeletedEvent);
         }
         self.emit(&store, &id, &id, cri::ContainerEventType::ContainerDeletedEvent);
-        if let Some(s) = store.sandboxes.remove(&id) {
-            store.names.remove(&s.reserved_name);
-        }
+        store.remove_sandbox(&id);
         Ok(())
     }
 
@@ -160,7 +148,7 @@ impl FakeRuntime {
         id: &str,
     ) -> Result<cri::PodSandboxStatusResponse, Status> {
         let store = lock(&self.inner.store);
-        let id = store::resolve(&store.sandboxes, id).ok_or_else(|| sandbox_not_found(id))?;
+        let id = store.sandboxes.resolve(id).ok_or_else(|| sandbox_not_found(id))?;
         let sandbox = &store.sandboxes[id];
         let info = serde_json::json!({ "config": sandbox.config, "pid": 0, "fake": true });
         Ok(cri::PodSandboxStatusResponse {
@@ -198,7 +186,9 @@ impl FakeRuntime {
         let program = lock(&self.inner.programs).for_container(&meta.name, &image_given);
 
         let mut store = lock(&self.inner.store);
-        let sandbox_id = store::resolve(&store.sandboxes, &req.pod_sandbox_id)
+        let sandbox_id = store
+            .sandboxes
+            .resolve(&req.pod_sandbox_id)
             .ok_or_else(|| sandbox_not_found(&req.pod_sandbox_id))?
             .to_string();
         let sandbox = &store.sandboxes[&sandbox_id];
@@ -219,32 +209,26 @@ impl FakeRuntime {
             .then(|| PathBuf::from(&sandbox.config.log_directory).join(&config.log_path));
         let id = new_id();
         let image_ref = image.repo_digests.first().cloned().unwrap_or_else(|| image.id.clone());
-        store.names.insert(reserved_name.clone(), id.clone());
-        store.containers.insert(
-            id.clone(),
-            Container {
-                id: id.clone(),
-                sandbox_id: sandbox_id.clone(),
-                config,
-                image_id: image.id,
-                image_ref,
-                created_at: now_ns(),
-                phase: Phase::Created,
-                log_path,
-                reserved_name,
-                program,
-                exited: Arc::new(Notify::new()),
-            },
-        );
+        store.add_container(Container {
+            id: id.clone(),
+            sandbox_id: sandbox_id.clone(),
+            config,
+            image_id: image.id,
+            image_ref,
+            created_at: now_ns(),
+            phase: Phase::Created,
+            log_path,
+            reserved_name,
+            program,
+            exited: Arc::new(Notify::new()),
+        });
         self.emit(&store, &id, &sandbox_id, cri::ContainerEventType::ContainerCreatedEvent);
         Ok(id)
     }
 
     pub(crate) fn start_container(&self, id: &str) -> Result<(), Status> {
         let mut store = lock(&self.inner.store);
-        let id = store::resolve(&store.containers, id)
-            .ok_or_else(|| container_not_found(id))?
-            .to_string();
+        let id = store.containers.resolve(id).ok_or_else(|| container_not_found(id))?.to_string();
         let c = &store.containers[&id];
         if c.phase != Phase::Created {
             return Err(Status::failed_precondition(format!(
@@ -300,7 +284,7 @@ impl FakeRuntime {
     /// Moves a running container to exited with `code`; false if it was not running.
     pub(crate) fn finish(&self, id: &str, code: i32) -> bool {
         let mut store = lock(&self.inner.store);
-        match store::resolve(&store.containers, id).map(str::to_string) {
+        match store.containers.resolve(id).map(str::to_string) {
             Some(id) => self.finish_locked(&mut store, &id, code),
             None => false,
         }
@@ -321,8 +305,7 @@ impl FakeRuntime {
     pub(crate) async fn stop_container(&self, id: &str, timeout: Duration) -> Result<(), Status> {
         let (id, on_sigterm, exited) = {
             let store = lock(&self.inner.store);
-            let id =
-                store::resolve(&store.containers, id).ok_or_else(|| container_not_found(id))?;
+            let id = store.containers.resolve(id).ok_or_else(|| container_not_found(id))?;
             let c = &store.containers[id];
             if !matches!(c.phase, Phase::Running { .. }) {
                 return Ok(());
@@ -358,13 +341,12 @@ impl FakeRuntime {
 
     pub(crate) fn remove_container(&self, id: &str) -> Result<(), Status> {
         let mut store = lock(&self.inner.store);
-        let Some(id) = store::resolve(&store.containers, id).map(str::to_string) else {
+        let Some(id) = store.containers.resolve(id).map(str::to_string) else {
             tracing::debug!(id, "RemoveContainer of a container that does not exist");
             return Ok(());
         };
         self.finish_locked(&mut store, &id, SIGKILL_EXIT);
-        if let Some(c) = store.containers.remove(&id) {
-            store.names.remove(&c.reserved_name);
+        if let Some(c) = store.remove_container(&id) {
             self.emit(&store, &id, &c.sandbox_id, cri::ContainerEventType::ContainerDeletedEvent);
         }
         Ok(())
@@ -382,7 +364,7 @@ impl FakeRuntime {
         id: &str,
     ) -> Result<cri::ContainerStatusResponse, Status> {
         let store = lock(&self.inner.store);
-        let id = store::resolve(&store.containers, id).ok_or_else(|| container_not_found(id))?;
+        let id = store.containers.resolve(id).ok_or_else(|| container_not_found(id))?;
         let c = &store.containers[id];
         let info = serde_json::json!({
             "sandboxID": c.sandbox_id,
@@ -402,7 +384,9 @@ impl FakeRuntime {
     ) -> Result<cri::ExecSyncResponse, Status> {
         let name = {
             let store = lock(&self.inner.store);
-            let id = store::resolve(&store.containers, &req.container_id)
+            let id = store
+                .containers
+                .resolve(&req.container_id)
                 .ok_or_else(|| container_not_found(&req.container_id))?;
             let c = &store.containers[id];
             if !matches!(c.phase, Phase::Running { .. }) {

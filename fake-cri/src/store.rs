@@ -1,14 +1,16 @@
 //! Sandboxes and containers as containerd keeps them: records, the container lifecycle, the
 //! list filters and the CRI views of each record.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use proto::cri;
 use tokio::sync::Notify;
 
+use crate::ipam::Ipam;
 use crate::program::Program;
+use crate::records::{Labelled, Records};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SandboxState {
@@ -185,26 +187,29 @@ impl Sandbox {
     }
 }
 
-/// Everything the runtime holds, behind one lock.
-#[derive(Debug, Default)]
-pub(crate) struct Store {
-    pub sandboxes: BTreeMap<String, Sandbox>,
-    pub containers: BTreeMap<String, Container>,
-    /// Reserved names (containerd refuses a second sandbox or container with the same name).
-    pub names: HashMap<String, String>,
-    pub next_ip: u32,
+impl Labelled for Sandbox {
+    fn labels(&self) -> &HashMap<String, String> {
+        &self.config.labels
+    }
 }
 
-/// Resolves an id or a unique id prefix, as containerd's truncated-id index does.
-pub(crate) fn resolve<'a, V>(map: &'a BTreeMap<String, V>, id: &str) -> Option<&'a str> {
-    if id.is_empty() {
-        return None;
+impl Labelled for Container {
+    fn labels(&self) -> &HashMap<String, String> {
+        &self.config.labels
     }
-    let mut hits = map.range(id.to_string()..).take_while(|(k, _)| k.starts_with(id));
-    match (hits.next(), hits.next()) {
-        (Some((k, _)), None) => Some(k.as_str()),
-        _ => None,
-    }
+}
+
+/// Everything the runtime holds, behind one lock. Records are added and removed only through
+/// its methods, which keep the reserved names, the indexes and the pod addresses in step.
+#[derive(Debug, Default)]
+pub(crate) struct Store {
+    pub sandboxes: Records<Sandbox>,
+    pub containers: Records<Container>,
+    /// Each sandbox's containers, so a sandbox's work never walks every container.
+    by_sandbox: HashMap<String, BTreeSet<String>>,
+    /// Reserved names (containerd refuses a second sandbox or container with the same name).
+    pub names: HashMap<String, String>,
+    pub ipam: Ipam,
 }
 
 fn labels_match(selector: &HashMap<String, String>, labels: &HashMap<String, String>) -> bool {
@@ -212,6 +217,55 @@ fn labels_match(selector: &HashMap<String, String>, labels: &HashMap<String, Str
 }
 
 impl Store {
+    pub(crate) fn add_sandbox(&mut self, sandbox: Sandbox) {
+        self.names.insert(sandbox.reserved_name.clone(), sandbox.id.clone());
+        self.sandboxes.insert(sandbox.id.clone(), sandbox);
+    }
+
+    /// Takes a sandbox's network down: its address goes back to the pool.
+    pub(crate) fn release_ip(&mut self, sandbox_id: &str) {
+        if let Some(ip) = self.sandboxes.get_mut(sandbox_id).and_then(|s| s.ip.take()) {
+            self.ipam.release(&ip);
+        }
+    }
+
+    /// Removes a sandbox record (its containers must be gone first) and frees its name.
+    pub(crate) fn remove_sandbox(&mut self, id: &str) -> Option<Sandbox> {
+        self.release_ip(id);
+        let s = self.sandboxes.remove(id)?;
+        self.names.remove(&s.reserved_name);
+        self.by_sandbox.remove(id);
+        Some(s)
+    }
+
+    pub(crate) fn add_container(&mut self, c: Container) {
+        self.names.insert(c.reserved_name.clone(), c.id.clone());
+        self.by_sandbox.entry(c.sandbox_id.clone()).or_default().insert(c.id.clone());
+        self.containers.insert(c.id.clone(), c);
+    }
+
+    pub(crate) fn remove_container(&mut self, id: &str) -> Option<Container> {
+        let c = self.containers.remove(id)?;
+        self.names.remove(&c.reserved_name);
+        if let Some(ids) = self.by_sandbox.get_mut(&c.sandbox_id) {
+            ids.remove(id);
+        }
+        Some(c)
+    }
+
+    /// The ids of a sandbox's containers, in id order.
+    pub(crate) fn container_ids_of(&self, sandbox_id: &str) -> Vec<String> {
+        self.by_sandbox.get(sandbox_id).map(|ids| ids.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    fn containers_of<'a>(&'a self, sandbox_id: &str) -> impl Iterator<Item = &'a Container> + 'a {
+        self.by_sandbox
+            .get(sandbox_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.containers.get(id))
+    }
+
     pub(crate) fn list_sandboxes(
         &self,
         filter: Option<&cri::PodSandboxFilter>,
@@ -222,14 +276,16 @@ impl Store {
         let id = if f.id.is_empty() {
             None
         } else {
-            match resolve(&self.sandboxes, &f.id) {
+            match self.sandboxes.resolve(&f.id) {
                 Some(id) => Some(id),
                 None => return Vec::new(),
             }
         };
-        self.sandboxes
-            .values()
-            .filter(|s| id.is_none_or(|id| s.id == id))
+        let candidates: Box<dyn Iterator<Item = &Sandbox>> = match id {
+            Some(id) => Box::new(self.sandboxes.get(id).into_iter()),
+            None => self.sandboxes.matching(&f.label_selector),
+        };
+        candidates
             .filter(|s| f.state.as_ref().is_none_or(|st| st.state == s.cri_state() as i32))
             .filter(|s| labels_match(&f.label_selector, &s.config.labels))
             .map(Sandbox::to_cri)
@@ -243,20 +299,24 @@ impl Store {
         let Some(f) = filter else {
             return self.containers.values().map(Container::to_cri).collect();
         };
-        let id = match (f.id.is_empty(), resolve(&self.containers, &f.id)) {
+        let id = match (f.id.is_empty(), self.containers.resolve(&f.id)) {
             (true, _) => None,
             (false, Some(id)) => Some(id),
             (false, None) => return Vec::new(),
         };
-        let sandbox =
-            match (f.pod_sandbox_id.is_empty(), resolve(&self.sandboxes, &f.pod_sandbox_id)) {
-                (true, _) => None,
-                (false, Some(id)) => Some(id),
-                (false, None) => return Vec::new(),
-            };
-        self.containers
-            .values()
-            .filter(|c| id.is_none_or(|id| c.id == id))
+        let sandbox = match (f.pod_sandbox_id.is_empty(), self.sandboxes.resolve(&f.pod_sandbox_id))
+        {
+            (true, _) => None,
+            (false, Some(id)) => Some(id),
+            (false, None) => return Vec::new(),
+        };
+        // The narrowest way in: the id, else the sandbox's containers, else the labels.
+        let candidates: Box<dyn Iterator<Item = &Container>> = match (id, sandbox) {
+            (Some(id), _) => Box::new(self.containers.get(id).into_iter()),
+            (None, Some(s)) => Box::new(self.containers_of(s)),
+            (None, None) => self.containers.matching(&f.label_selector),
+        };
+        candidates
             .filter(|c| sandbox.is_none_or(|s| c.sandbox_id == s))
             .filter(|c| f.state.as_ref().is_none_or(|st| st.state == c.phase.cri_state() as i32))
             .filter(|c| labels_match(&f.label_selector, &c.config.labels))
@@ -266,29 +326,13 @@ impl Store {
 
     /// Statuses of a sandbox's containers, for events and `PodSandboxStatus`.
     pub(crate) fn container_statuses(&self, sandbox_id: &str) -> Vec<cri::ContainerStatus> {
-        self.containers
-            .values()
-            .filter(|c| c.sandbox_id == sandbox_id)
-            .map(Container::to_status)
-            .collect()
+        self.containers_of(sandbox_id).map(Container::to_status).collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn resolve_takes_exact_ids_and_unique_prefixes_only() {
-        let mut m = BTreeMap::new();
-        m.insert("abc123".to_string(), ());
-        m.insert("abd456".to_string(), ());
-        assert_eq!(resolve(&m, "abc123"), Some("abc123"));
-        assert_eq!(resolve(&m, "abc"), Some("abc123"));
-        assert_eq!(resolve(&m, "ab"), None, "ambiguous prefix");
-        assert_eq!(resolve(&m, "zz"), None);
-        assert_eq!(resolve(&m, ""), None);
-    }
 
     #[test]
     fn exit_reason_follows_exit_code() {

@@ -239,6 +239,55 @@ async fn list_filters_by_id_prefix_state_sandbox_and_labels() {
     assert_eq!(pods("b").await.unwrap().items.into_iter().map(|p| p.id).collect::<Vec<_>>(), [b]);
 }
 
+/// The sandbox's address, as the kubelet reads it for `status.podIP`.
+async fn pod_ip(rig: &Rig, sandbox: &str) -> String {
+    let status = rig.client.pod_sandbox_status(cri::PodSandboxStatusRequest {
+        pod_sandbox_id: sandbox.to_string(),
+        verbose: false,
+    });
+    status.await.unwrap().status.unwrap().network.unwrap().ip
+}
+
+#[tokio::test]
+async fn sandboxes_get_distinct_addresses_from_the_pod_cidr_released_when_stopped() {
+    let runtime = FakeRuntime::new();
+    runtime.set_pod_cidr("10.244.7.0/29".parse().unwrap()); // .2 to .6: five pods
+    let rig = Rig::with(runtime, ClientOptions::default()).await;
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        ids.push(rig.sandbox(&format!("p{n}")).await);
+    }
+    let mut ips = Vec::new();
+    for id in &ids {
+        ips.push(pod_ip(&rig, id).await);
+    }
+    assert_eq!(ips, ["10.244.7.2", "10.244.7.3", "10.244.7.4", "10.244.7.5", "10.244.7.6"]);
+
+    // A sixth finds the range full, as host-local reports it; nothing else is disturbed.
+    let full = rig.client.run_pod_sandbox(cri::RunPodSandboxRequest {
+        config: Some(rig.sandbox_config("p5")),
+        runtime_handler: String::new(),
+    });
+    let err = full.await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unknown);
+    assert!(
+        err.message().ends_with(
+            "failed to allocate for range 0: no IP addresses available in range set: 10.244.7.2-10.244.7.6"
+        ),
+        "{err}"
+    );
+    assert_eq!(rig.fake().sandboxes().len(), 5, "the failed sandbox is not kept");
+
+    // Stopping a sandbox gives its address back; the next sandbox may take it.
+    rig.client
+        .stop_pod_sandbox(cri::StopPodSandboxRequest { pod_sandbox_id: ids[1].clone() })
+        .await
+        .unwrap();
+    assert_eq!(pod_ip(&rig, &ids[1]).await, "");
+    let again = rig.sandbox("p5").await;
+    assert_eq!(pod_ip(&rig, &again).await, "10.244.7.3");
+}
+
 #[tokio::test]
 async fn removing_a_sandbox_kills_and_removes_its_containers_and_frees_the_name() {
     let rig = Rig::new().await;

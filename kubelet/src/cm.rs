@@ -2,6 +2,10 @@
 //! upstream's cgroupfs driver names them; the runtime creates the directories when it starts
 //! containers in them, the kubelet removes a pod's directories once the pod is gone.
 //!
+//! With `cgroupsPerQOS: false` there are no pod cgroups, as upstream's `podContainerManagerNoop`:
+//! every sandbox's cgroup parent is `cgroupRoot` itself and the kubelet never removes a cgroup
+//! (hollow nodes run this way, unprivileged).
+//!
 //! Cgroup files are reached through [`Cgroups`], rooted at a path (`/sys/fs/cgroup` in
 //! production, a temp dir in tests). Both v1 (one hierarchy per controller) and v2 (one unified
 //! hierarchy) layouts are handled: every hierarchy under the root that holds the pod's path is
@@ -16,27 +20,31 @@ use api::qos::QosClass;
 pub struct CgroupLayout {
     /// `cgroupRoot` (`/` by default).
     pub root: String,
-    /// `cgroupsPerQOS`: pods under `kubepods[/<qos>]` rather than directly under the root.
+    /// `cgroupsPerQOS`: each pod gets its own cgroup under `kubepods[/<qos>]`. Without it
+    /// pods get none: they share `root`, which the kubelet never touches.
     pub per_qos: bool,
 }
 
 impl CgroupLayout {
-    fn base(&self) -> String {
-        let root = self.root.trim_end_matches('/');
-        if self.per_qos { format!("{root}/kubepods") } else { root.to_string() }
-    }
-
-    /// The cgroup parent of a pod's sandbox and containers.
+    /// The cgroup parent of a pod's sandbox and containers: its own pod cgroup, or `cgroupRoot`
+    /// itself without `cgroupsPerQOS`.
     pub fn pod_cgroup(&self, qos: QosClass, uid: &str) -> String {
-        let base = self.base();
-        match qos.cgroup_dir().filter(|_| self.per_qos) {
-            Some(dir) => format!("{base}/{dir}/pod{uid}"),
-            None => format!("{base}/pod{uid}"),
+        let root = self.root.trim_end_matches('/');
+        if !self.per_qos {
+            return if root.is_empty() { "/".to_string() } else { root.to_string() };
+        }
+        match qos.cgroup_dir() {
+            Some(dir) => format!("{root}/kubepods/{dir}/pod{uid}"),
+            None => format!("{root}/kubepods/pod{uid}"),
         }
     }
 
-    /// Every place a pod's cgroup may be (its QoS is unknown for pods found only in the runtime).
+    /// Every place a pod's own cgroup may be (its QoS is unknown for pods found only in the
+    /// runtime): what removing the pod removes. None without `cgroupsPerQOS`.
     pub fn all_pod_cgroups(&self, uid: &str) -> Vec<String> {
+        if !self.per_qos {
+            return Vec::new();
+        }
         [QosClass::Guaranteed, QosClass::Burstable, QosClass::BestEffort]
             .iter()
             .map(|q| self.pod_cgroup(*q, uid))
@@ -129,8 +137,18 @@ mod tests {
             custom.pod_cgroup(QosClass::BestEffort, "u"),
             "/e2e-abc/kubepods/besteffort/podu"
         );
-        let flat = CgroupLayout { root: "/x".into(), per_qos: false };
-        assert_eq!(flat.pod_cgroup(QosClass::Burstable, "u"), "/x/podu");
+    }
+
+    #[test]
+    fn without_cgroups_per_qos_pods_share_the_root_and_no_cgroup_is_removed() {
+        let flat = CgroupLayout { root: "/x/".into(), per_qos: false };
+        assert_eq!(flat.pod_cgroup(QosClass::Burstable, "u"), "/x");
+        assert_eq!(flat.pod_cgroup(QosClass::Guaranteed, "u"), "/x");
+        assert_eq!(
+            CgroupLayout { root: "/".into(), per_qos: false }.pod_cgroup(QosClass::BestEffort, "u"),
+            "/"
+        );
+        assert!(flat.all_pod_cgroups("u").is_empty(), "nothing of the kubelet's to remove");
     }
 
     #[test]

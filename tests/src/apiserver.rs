@@ -1,7 +1,7 @@
 //! apiserver-lite as a process on a loopback port with a fresh PKI and data directory, and the
 //! real kubectl (fetched by `hack/fetch-kubectl.sh`) pointed at it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,17 @@ impl ApiServer {
     /// [`node_kubeconfig`](Self::node_kubeconfig).
     pub fn start_for_nodes(nodes: &[&str]) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-apiserver-").tempdir()?;
+        Self::start_for_nodes_in(dir, nodes)
+    }
+
+    /// [`start_for_nodes`](Self::start_for_nodes) with its data and PKI in a new directory
+    /// under `parent` (a harness's own directory, so its leak check covers the apiserver too).
+    pub fn start_for_nodes_under(parent: &Path, nodes: &[&str]) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("apiserver-").tempdir_in(parent)?;
+        Self::start_for_nodes_in(dir, nodes)
+    }
+
+    fn start_for_nodes_in(dir: tempfile::TempDir, nodes: &[&str]) -> anyhow::Result<Self> {
         let tokens = dir.path().join("tokens.csv");
         let csv: String = nodes
             .iter()
@@ -72,13 +83,25 @@ impl ApiServer {
     /// A kubeconfig that authenticates as `system:node:<node>` (see `start_for_nodes`).
     pub fn node_kubeconfig(&self, node: &str) -> anyhow::Result<PathBuf> {
         let path = self.dir.path().join(format!("{node}.kubeconfig"));
+        self.write_node_kubeconfig(node, &path, &self.ca_path())?;
+        Ok(path)
+    }
+
+    /// The cluster CA's certificate (what clients trust, and what kubelets take client
+    /// certificates from).
+    pub fn ca_path(&self) -> PathBuf {
+        self.dir.path().join("pki/ca.crt")
+    }
+
+    /// Writes to `path` a kubeconfig for `system:node:<node>` that trusts the CA at `ca`.
+    pub fn write_node_kubeconfig(&self, node: &str, path: &Path, ca: &Path) -> anyhow::Result<()> {
         let text = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: apiserver-lite\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {ca}\nusers:\n- name: {node}\n  user:\n    token: token-{node}\ncontexts:\n- name: {node}\n  context:\n    cluster: apiserver-lite\n    user: {node}\ncurrent-context: {node}\n",
             port = self.port,
-            ca = self.dir.path().join("pki/ca.crt").display(),
+            ca = ca.display(),
         );
-        std::fs::write(&path, text)?;
-        Ok(path)
+        std::fs::write(path, text)?;
+        Ok(())
     }
 
     pub fn dir(&self) -> &std::path::Path {
@@ -87,6 +110,11 @@ impl ApiServer {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Its process id, while the harness holds it.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     pub fn kubeconfig(&self) -> PathBuf {

@@ -11,6 +11,9 @@
 //!   without kubelets.
 //! - [`measure`]: what benchmarks measure (percentiles, process CPU and RSS, runtime CPU).
 //! - [`controllers`]: the controller-manager binary as a process.
+//! - [`hollow`]: hollow nodes (real kubelets on fake runtimes) joined to apiserver-lite, with the
+//!   scheduler and other control-plane processes: the scale-test cluster.
+//! - [`process`]: a component as a child process: liveness with its log tail, RSS and CPU.
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
 //! - [`cri_suite`]: CRI scenarios run against any runtime.
 //! - [`eventually`]: bounded polling instead of sleeps.
@@ -21,9 +24,11 @@ pub mod containerd;
 pub mod controllers;
 pub mod cri_suite;
 pub mod eventually;
+pub mod hollow;
 pub mod kubelet;
 pub mod leaks;
 pub mod measure;
+pub mod process;
 pub mod registry;
 pub mod require;
 pub mod scheduler;

@@ -15,7 +15,7 @@ use anyhow::Context;
 use e2e::containerd::{Containerd, remove_all_pods};
 use e2e::cri_suite::{Target, start_pod};
 use e2e::kubelet::Kubelet;
-use e2e::measure::{rss_split, runtime_cpu, summary, usage};
+use e2e::measure::{runtime_cpu, summary, usage};
 use futures::future::join_all;
 use proto::{CriClient, cri};
 
@@ -108,10 +108,10 @@ async fn wait_empty(client: &CriClient) -> anyhow::Result<()> {
 async fn idle_cost(kubelet: &Kubelet, window: Duration) -> anyhow::Result<(f64, f64)> {
     tokio::time::sleep(Duration::from_secs(5)).await; // settle after the last change
     let pid = kubelet.pid_u32().context("kubelet pid")?;
-    let (_, cpu0) = usage(pid)?;
+    let before = usage(pid)?;
     tokio::time::sleep(window).await;
-    let (rss, cpu1) = usage(pid)?;
-    Ok((rss, (cpu1 - cpu0) * 60.0 / window.as_secs_f64()))
+    let after = usage(pid)?;
+    Ok((after.rss_mib(), (after.cpu_seconds - before.cpu_seconds) * 60.0 / window.as_secs_f64()))
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -236,7 +236,8 @@ async fn kubelet_part(
     let kpid = kubelet.pid_u32().context("kubelet pid")?;
     for b in 0..if idle_only { 0 } else { bursts } {
         let names: Vec<String> = (0..30).map(|i| format!("burst{b}-{i}")).collect();
-        let (cpu0, k0) = (runtime_cpu(containerd.dir()) - usage(kpid)?.1, usage(kpid)?.1);
+        let (cpu0, k0) =
+            (runtime_cpu(containerd.dir()) - usage(kpid)?.cpu_seconds, usage(kpid)?.cpu_seconds);
         let t0 = ns(SystemTime::now());
         let files: Vec<_> = names
             .iter()
@@ -248,7 +249,7 @@ async fn kubelet_part(
         let lats: Vec<i64> = pods.iter().map(|p| s[p] - t0).collect();
         all.push(ms(*lats.iter().max().unwrap_or(&0)));
         first.push(ms(*lats.iter().min().unwrap_or(&0)));
-        let k1 = usage(kpid)?.1;
+        let k1 = usage(kpid)?.cpu_seconds;
         cpu.push((runtime_cpu(containerd.dir()) - k1 - cpu0) * 1000.0);
         kcpu.push((k1 - k0) * 1000.0);
         for f in files {
@@ -273,7 +274,8 @@ async fn kubelet_part(
             names.iter().map(|n| format!("{n}-{}", e2e::kubelet::NODE)).collect();
         wait_running(&client, &pods).await?;
         let (rss, cpu) = idle_cost(&kubelet, window).await?;
-        let (anon, file) = rss_split(kubelet.pid_u32().unwrap_or(0));
+        let now = usage(kubelet.pid_u32().context("kubelet pid")?)?;
+        let (anon, file) = (now.anon_mib(), now.rss_mib() - now.anon_mib());
         println!(
             "idle with {count:>3} pods: RSS {rss:6.1} MiB (anon {anon:.1}, file {file:.1})   CPU {cpu:6.3} s/min ({:.3} % of a core)",
             cpu / 60.0 * 100.0
