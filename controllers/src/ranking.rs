@@ -10,6 +10,8 @@
 //!    `LogarithmicScaleDown`; a missing time first);
 //! 7. more container restarts before fewer;
 //! 8. newer before older (logarithmic too), then by UID so equals are spread pseudorandomly.
+//!
+//! Times compare by log rank at each level ([`Key`]), so the order is total.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -62,60 +64,43 @@ fn log_rank(t: &jiff::Timestamp, now: jiff::Timestamp) -> i64 {
     }
 }
 
-/// Newer (or missing) first; equal log ranks by UID. `None` when both times are equal.
-fn newer_first(
-    a: Option<&Time>,
-    b: Option<&Time>,
-    pa: &Pod,
-    pb: &Pod,
-    now: jiff::Timestamp,
-) -> Option<Ordering> {
-    if a == b {
-        return None;
-    }
-    match (a, b) {
-        (None, _) => Some(Ordering::Less),
-        (_, None) => Some(Ordering::Greater),
-        (Some(a), Some(b)) => {
-            let diff = log_rank(&a.0, now) - log_rank(&b.0, now);
-            Some(match diff.cmp(&0) {
-                Ordering::Equal => pa.metadata.uid.cmp(&pb.metadata.uid),
-                o => o,
-            })
-        }
+/// Where a pod sorts: the criteria above as one lexicographic key, so the order is total.
+/// Upstream compares ready times and creation times pairwise (exactly when equal, by log rank
+/// otherwise, and by UID when the ranks tie), which is not transitive (Go's sort does not
+/// notice; Rust's does); here each time is its log rank (a missing time first), compared
+/// level by level, and the UID breaks the last tie.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key<'a> {
+    assigned: bool,
+    phase: u8,
+    ready: bool,
+    cost: i32,
+    fewer_related: std::cmp::Reverse<usize>,
+    ready_rank: Option<i64>,
+    fewer_restarts: std::cmp::Reverse<i32>,
+    created_rank: Option<i64>,
+    uid: Option<&'a str>,
+}
+
+fn key(pod: &Pod, rank: usize, now: jiff::Timestamp) -> Key<'_> {
+    let ready = is_ready(pod);
+    let rank_of = |t: Option<&Time>| t.map(|t| log_rank(&t.0, now));
+    Key {
+        assigned: !node_name(pod).is_empty(),
+        phase: phase_ordinal(pod),
+        ready,
+        cost: deletion_cost(pod),
+        fewer_related: std::cmp::Reverse(rank),
+        ready_rank: if ready { rank_of(pods::ready_since(pod).flatten()) } else { None },
+        fewer_restarts: std::cmp::Reverse(max_restarts(pod)),
+        created_rank: rank_of(pod.metadata.creation_timestamp.as_ref()),
+        uid: pod.metadata.uid.as_deref(),
     }
 }
 
 /// `Less` for pods `a` and `b` with their ranks.
 pub fn compare(a: &Pod, ra: usize, b: &Pod, rb: usize, now: jiff::Timestamp) -> Ordering {
-    let (na, nb) = (node_name(a), node_name(b));
-    if na != nb && (na.is_empty() || nb.is_empty()) {
-        return if na.is_empty() { Ordering::Less } else { Ordering::Greater };
-    }
-    let by = |x: Ordering| (x != Ordering::Equal).then_some(x);
-    if let Some(o) = by(phase_ordinal(a).cmp(&phase_ordinal(b))) {
-        return o;
-    }
-    if let Some(o) = by(is_ready(a).cmp(&is_ready(b))) {
-        return o;
-    }
-    if let Some(o) = by(deletion_cost(a).cmp(&deletion_cost(b))) {
-        return o;
-    }
-    if let Some(o) = by(rb.cmp(&ra)) {
-        return o;
-    }
-    if is_ready(a) && is_ready(b) {
-        let (ta, tb) = (pods::ready_since(a).flatten(), pods::ready_since(b).flatten());
-        if let Some(o) = newer_first(ta, tb, a, b, now) {
-            return o;
-        }
-    }
-    if let Some(o) = by(max_restarts(b).cmp(&max_restarts(a))) {
-        return o;
-    }
-    let (ca, cb) = (a.metadata.creation_timestamp.as_ref(), b.metadata.creation_timestamp.as_ref());
-    newer_first(ca, cb, a, b, now).unwrap_or(Ordering::Equal)
+    key(a, ra, now).cmp(&key(b, rb, now))
 }
 
 /// The `n` pods of `pods` to delete first; ranks count the active `related` pods (the owner's
@@ -192,6 +177,37 @@ mod tests {
                 "ready-old-newer",
             ]
         );
+    }
+
+    #[test]
+    fn the_order_is_total_when_ready_times_share_a_log_rank() {
+        // Upstream's pairwise rule (exact ready times, else log rank, else UID) made a cycle
+        // here, and sorting a Deployment's 23 surplus pods panicked.
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap_or_default();
+        let pods: Vec<Arc<Pod>> = (0..40)
+            .map(|i| {
+                let mut p =
+                    pod(&format!("p{:02}", (i * 7) % 40), "n1", "Running", Some(999_000 + i % 3));
+                p.status.get_or_insert_default().container_statuses = Some(vec![ContainerStatus {
+                    restart_count: i32::try_from(i % 4).unwrap_or(0),
+                    ..Default::default()
+                }]);
+                p.metadata.creation_timestamp =
+                    Some(Time(jiff::Timestamp::from_second(990_000 + i % 5).unwrap_or_default()));
+                Arc::new(p)
+            })
+            .collect();
+        for a in &pods {
+            for b in &pods {
+                for c in &pods {
+                    let (ab, bc) = (compare(a, 0, b, 0, now), compare(b, 0, c, 0, now));
+                    if ab != Ordering::Greater && bc != Ordering::Greater {
+                        assert_ne!(compare(a, 0, c, 0, now), Ordering::Greater);
+                    }
+                }
+            }
+        }
+        assert_eq!(to_delete(&pods, &pods, 23, now).len(), 23);
     }
 
     #[test]

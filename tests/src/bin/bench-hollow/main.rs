@@ -10,6 +10,10 @@
 //! scheduler, and this process, which serves the fake runtimes and the watch), and RSS with the
 //! pods running. After the last run the pods are left running for an idle window: CPU per
 //! minute of each kubelet holding them.
+//!
+//! With `--deployment`, the controller-manager joins and the runs are [`deployment`]'s instead.
+
+mod deployment;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,11 +36,23 @@ struct Args {
     inflight: usize,
     exec_probe: bool,
     idle_seconds: u64,
+    deployment: bool,
+    qps: u32,
+    cached: usize,
 }
 
 fn args() -> anyhow::Result<Args> {
-    let mut a =
-        Args { nodes: 10, pods: 1000, runs: 3, inflight: 32, exec_probe: false, idle_seconds: 30 };
+    let mut a = Args {
+        nodes: 10,
+        pods: 1000,
+        runs: 3,
+        inflight: 32,
+        exec_probe: false,
+        idle_seconds: 30,
+        deployment: false,
+        qps: 20,
+        cached: 10_000,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
@@ -47,8 +63,11 @@ fn args() -> anyhow::Result<Args> {
             "--inflight" => a.inflight = value()?.parse()?,
             "--exec-probe" => a.exec_probe = true,
             "--idle-seconds" => a.idle_seconds = value()?.parse()?,
+            "--deployment" => a.deployment = true,
+            "--qps" => a.qps = value()?.parse()?,
+            "--cached" => a.cached = value()?.parse()?,
             other => anyhow::bail!(
-                "unknown flag {other} (--hollow N, --pods P, --runs R, --inflight K, --exec-probe, --idle-seconds S)"
+                "unknown flag {other} (--hollow N, --pods P, --runs R, --inflight K, --exec-probe, --idle-seconds S, --deployment, --qps Q, --cached C)"
             ),
         }
     }
@@ -314,16 +333,33 @@ async fn bench(cluster: &HollowCluster, args: Args) -> anyhow::Result<()> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let args = args()?;
-    println!(
-        "{} hollow nodes, bursts of {} pods ({} creates in flight), {} runs{}",
-        args.nodes,
-        args.pods,
-        args.inflight,
-        args.runs,
-        if args.exec_probe { ", exec readiness probes every 10 s" } else { "" }
-    );
-    let cluster = HollowSpec::nodes(args.nodes).scheduler().start().await?;
-    let result = bench(&cluster, args).await;
+    if args.deployment {
+        println!(
+            "{} hollow nodes, a Deployment of {} replicas, the controller-manager at --kube-api-qps {} (burst the same), {} pods cached",
+            args.nodes, args.pods, args.qps, args.cached
+        );
+    } else {
+        println!(
+            "{} hollow nodes, bursts of {} pods ({} creates in flight), {} runs{}",
+            args.nodes,
+            args.pods,
+            args.inflight,
+            args.runs,
+            if args.exec_probe { ", exec readiness probes every 10 s" } else { "" }
+        );
+    }
+    let mut spec = HollowSpec::nodes(args.nodes).scheduler();
+    if args.deployment {
+        let flags = deployment::manager_flags(&args);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        spec = spec.companion("controller-manager", &flags);
+    }
+    let cluster = spec.start().await?;
+    let result = if args.deployment {
+        deployment::bench(&cluster, args).await
+    } else {
+        bench(&cluster, args).await
+    };
     if let Err(e) = &result {
         eprintln!("bench failed: {e:#}");
     }
