@@ -3,7 +3,10 @@
 //! - [`LogArgs`]: upstream's `-v` flag, flattened into each binary's arguments;
 //! - [`init_tracing`]: logs to stderr at upstream's `-v` levels, `RUST_LOG` overriding;
 //! - [`stop_on_signal`]: a [`CancellationToken`] cancelled by the first SIGTERM or SIGINT;
-//! - [`write_atomically`]: files other processes read (certificates, kubeconfigs) appear whole.
+//! - [`write_atomically`]: files other processes read (certificates, kubeconfigs) appear whole;
+//! - [`tls`]: TLS client pieces (`AnyServerCert`, where upstream verifies no server).
+
+pub mod tls;
 
 use std::path::Path;
 

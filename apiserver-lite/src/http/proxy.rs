@@ -72,56 +72,6 @@ pub struct KubeletClient {
     pub stop: CancellationToken,
 }
 
-/// Accepts any serving certificate (upstream's default without `--kubelet-certificate-authority`);
-/// the handshake's signatures are still checked.
-#[derive(Debug)]
-struct AnyServerCert(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyServerCert {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 impl KubeletClient {
     /// A client presenting `cert_pem`/`key_pem`, verifying kubelets against `ca_pem` if given.
     pub fn new(
@@ -155,7 +105,7 @@ impl KubeletClient {
             }
             None => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AnyServerCert(provider))),
+                .with_custom_certificate_verifier(daemon::tls::AnyServerCert::new(provider)),
         };
         let mut config = builder
             .with_client_auth_cert(chain, key)
