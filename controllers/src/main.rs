@@ -22,7 +22,8 @@ struct Args {
     kubeconfig: Option<PathBuf>,
     /// Controllers to run: `*` (every one on by default), `name` enables, `-name` disables;
     /// comma-separated. Known: replicaset-controller, deployment-controller,
-    /// serviceaccount-controller (or replicaset, deployment, serviceaccount).
+    /// serviceaccount-controller, job-controller (or replicaset, deployment, serviceaccount,
+    /// job).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Take part in leader election on a Lease and run the controllers only while holding it.
@@ -58,6 +59,9 @@ struct Args {
     /// Namespaces whose ServiceAccounts are synced concurrently.
     #[arg(long, default_value_t = 1)]
     concurrent_serviceaccount_syncs: usize,
+    /// Jobs synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_job_syncs: usize,
     /// The HTTPS port for /healthz and /metrics; 0 disables it.
     #[arg(long, default_value_t = 10257)]
     secure_port: u16,
@@ -104,6 +108,7 @@ async fn main() -> anyhow::Result<()> {
         concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
         concurrent_deployment_syncs: args.concurrent_deployment_syncs,
         concurrent_serviceaccount_syncs: args.concurrent_serviceaccount_syncs,
+        concurrent_job_syncs: args.concurrent_job_syncs,
         secure_addr: (args.secure_port != 0)
             .then(|| SocketAddr::new(args.bind_address, args.secure_port)),
         serving: Serving {

@@ -15,19 +15,21 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use leaderelection::{ElectionConfig, LeaderElector, LeaderError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::client::KubeClient;
+use crate::clock::SystemClock;
 use crate::events::Recorder;
 use crate::expectations::Expectations;
 use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
-use crate::{deployment, replicaset, serviceaccount, worker};
+use crate::{deployment, job, replicaset, serviceaccount, worker};
 
 /// How long the event writers may take to flush on stop.
 const EVENTS_FLUSH: Duration = Duration::from_secs(5);
@@ -41,6 +43,7 @@ pub struct Config {
     pub concurrent_replicaset_syncs: usize,
     pub concurrent_deployment_syncs: usize,
     pub concurrent_serviceaccount_syncs: usize,
+    pub concurrent_job_syncs: usize,
     /// `None`: `--secure-port=0`, no serving.
     pub secure_addr: Option<SocketAddr>,
     pub serving: Serving,
@@ -116,6 +119,7 @@ pub const CONTROLLERS: &[Descriptor] = &[
         enabled_by_default: true,
         start: start_serviceaccount,
     },
+    Descriptor { name: "job-controller", alias: "job", enabled_by_default: true, start: start_job },
 ];
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -217,6 +221,24 @@ fn start_serviceaccount(
     Box::new(move |stop| {
         Box::pin(worker::run(serviceaccount::NAME, queue, ctrl, workers, metrics, stop))
     })
+}
+
+fn start_job(ctx: &Context) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (jobs, pods) = (ctx.informers.get::<Job>(), ctx.informers.get::<Pod>());
+    let queue = ctx.queue(job::NAME);
+    let ctrl = Arc::new(job::JobController {
+        client: Arc::new(KubeClient { client: ctx.client.clone() }),
+        recorder: ctx.recorder(job::COMPONENT),
+        jobs: jobs.cache(),
+        pods: pods.cache(),
+        queue: queue.clone(),
+        expectations: Arc::new(Expectations::default()),
+        clock: Arc::new(SystemClock),
+        backoff: std::sync::Mutex::default(),
+    });
+    ctrl.register(&jobs, &pods);
+    let (workers, metrics) = (ctx.config.concurrent_job_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| Box::pin(worker::run(job::NAME, queue, ctrl, workers, metrics, stop)))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -344,10 +366,13 @@ mod tests {
 
     #[test]
     fn controllers_flag_is_read_as_upstreams() {
-        assert_eq!(enabled(&["*"]), ["replicaset", "deployment", "serviceaccount"]);
-        assert_eq!(enabled(&["*", "-deployment"]), ["replicaset", "serviceaccount"]);
+        assert_eq!(enabled(&["*"]), ["replicaset", "deployment", "serviceaccount", "job"]);
+        assert_eq!(enabled(&["*", "-deployment", "-job"]), ["replicaset", "serviceaccount"]);
         assert_eq!(enabled(&["replicaset"]), ["replicaset"]);
-        assert_eq!(enabled(&["-replicaset-controller", "*"]), ["deployment", "serviceaccount"]);
+        assert_eq!(
+            enabled(&["-replicaset-controller", "-job-controller", "*"]),
+            ["deployment", "serviceaccount"]
+        );
         assert!(enabled(&[]).is_empty());
         assert_eq!(
             validate_controllers(&flags(&["*", "-deployment", "replicaset-controller"])),
