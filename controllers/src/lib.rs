@@ -22,6 +22,8 @@
 //! - [`deployment`]: ReplicaSets for Deployments (rolling update, recreate, rollback,
 //!   conditions).
 //! - [`serviceaccount`]: a `default` ServiceAccount in every namespace.
+//! - [`gc`]: the garbage collector (a graph over every served kind, found by discovery;
+//!   background, foreground and orphan cascades).
 //! - [`job`]: pods for Jobs (completions, parallelism, back-off, deadlines, Indexed, pod
 //!   failure policy, `Complete`/`Failed`).
 //!
@@ -33,6 +35,7 @@ pub mod controller_ref;
 pub mod deployment;
 pub mod events;
 pub mod expectations;
+pub mod gc;
 pub mod informers;
 pub mod job;
 pub mod key;

@@ -22,8 +22,8 @@ struct Args {
     kubeconfig: Option<PathBuf>,
     /// Controllers to run: `*` (every one on by default), `name` enables, `-name` disables;
     /// comma-separated. Known: replicaset-controller, deployment-controller,
-    /// serviceaccount-controller, job-controller (or replicaset, deployment, serviceaccount,
-    /// job).
+    /// serviceaccount-controller, job-controller, garbage-collector-controller (or replicaset,
+    /// deployment, serviceaccount, job, garbagecollector).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Take part in leader election on a Lease and run the controllers only while holding it.
@@ -62,6 +62,12 @@ struct Args {
     /// Jobs synced concurrently.
     #[arg(long, default_value_t = 5)]
     concurrent_job_syncs: usize,
+    /// Garbage collector workers (each of its two queues).
+    #[arg(long, default_value_t = 20)]
+    concurrent_gc_syncs: usize,
+    /// Run the garbage collector (cascading deletion); with it off, owners' dependents stay.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    enable_garbage_collector: bool,
     /// The HTTPS port for /healthz and /metrics; 0 disables it.
     #[arg(long, default_value_t = 10257)]
     secure_port: u16,
@@ -109,6 +115,8 @@ async fn main() -> anyhow::Result<()> {
         concurrent_deployment_syncs: args.concurrent_deployment_syncs,
         concurrent_serviceaccount_syncs: args.concurrent_serviceaccount_syncs,
         concurrent_job_syncs: args.concurrent_job_syncs,
+        concurrent_gc_syncs: args.concurrent_gc_syncs,
+        enable_garbage_collector: args.enable_garbage_collector,
         secure_addr: (args.secure_port != 0)
             .then(|| SocketAddr::new(args.bind_address, args.secure_port)),
         serving: Serving {

@@ -29,7 +29,7 @@ use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
-use crate::{deployment, job, replicaset, serviceaccount, worker};
+use crate::{deployment, gc, job, replicaset, serviceaccount, worker};
 
 /// How long the event writers may take to flush on stop.
 const EVENTS_FLUSH: Duration = Duration::from_secs(5);
@@ -44,6 +44,9 @@ pub struct Config {
     pub concurrent_deployment_syncs: usize,
     pub concurrent_serviceaccount_syncs: usize,
     pub concurrent_job_syncs: usize,
+    pub concurrent_gc_syncs: usize,
+    /// `--enable-garbage-collector`.
+    pub enable_garbage_collector: bool,
     /// `None`: `--secure-port=0`, no serving.
     pub secure_addr: Option<SocketAddr>,
     pub serving: Serving,
@@ -120,6 +123,12 @@ pub const CONTROLLERS: &[Descriptor] = &[
         start: start_serviceaccount,
     },
     Descriptor { name: "job-controller", alias: "job", enabled_by_default: true, start: start_job },
+    Descriptor {
+        name: "garbage-collector-controller",
+        alias: "garbagecollector",
+        enabled_by_default: true,
+        start: start_gc,
+    },
 ];
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -239,6 +248,47 @@ fn start_job(ctx: &Context) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'s
     ctrl.register(&jobs, &pods);
     let (workers, metrics) = (ctx.config.concurrent_job_syncs, ctx.metrics.queues.clone());
     Box::new(move |stop| Box::pin(worker::run(job::NAME, queue, ctrl, workers, metrics, stop)))
+}
+
+fn start_gc(ctx: &Context) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    if !ctx.config.enable_garbage_collector {
+        tracing::info!("--enable-garbage-collector=false: the garbage collector does not run");
+        return Box::new(|_| Box::pin(async {}));
+    }
+    let resources = Arc::new(gc::client::Resources::default());
+    let client =
+        gc::client::DynamicClient { client: ctx.client.clone(), resources: resources.clone() };
+    let (delete_queue, orphan_queue) = (ctx.queue(gc::DELETE_QUEUE), ctx.queue(gc::ORPHAN_QUEUE));
+    let collector = Arc::new(gc::GarbageCollector::new(
+        Arc::new(client),
+        delete_queue.clone(),
+        orphan_queue.clone(),
+    ));
+    let (kube, workers, metrics) =
+        (ctx.client.clone(), ctx.config.concurrent_gc_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| {
+        Box::pin(async move {
+            let (synced, tasks) = (CancellationToken::new(), TaskTracker::new());
+            tasks.spawn(gc::monitors::run(
+                collector.clone(),
+                kube,
+                resources,
+                synced.clone(),
+                stop.clone(),
+            ));
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = synced.cancelled() => {
+                    let deleter = Arc::new(gc::AttemptToDelete(collector.clone()));
+                    let orphaner = Arc::new(gc::AttemptToOrphan(collector));
+                    tasks.spawn(worker::run(gc::DELETE_QUEUE, delete_queue, deleter, workers, metrics.clone(), stop.clone()));
+                    tasks.spawn(worker::run(gc::ORPHAN_QUEUE, orphan_queue, orphaner, workers, metrics, stop.clone()));
+                }
+            }
+            tasks.close();
+            tasks.wait().await;
+        })
+    })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -366,11 +416,22 @@ mod tests {
 
     #[test]
     fn controllers_flag_is_read_as_upstreams() {
-        assert_eq!(enabled(&["*"]), ["replicaset", "deployment", "serviceaccount", "job"]);
-        assert_eq!(enabled(&["*", "-deployment", "-job"]), ["replicaset", "serviceaccount"]);
+        assert_eq!(
+            enabled(&["*"]),
+            ["replicaset", "deployment", "serviceaccount", "job", "garbagecollector"]
+        );
+        assert_eq!(
+            enabled(&["*", "-deployment", "-job", "-garbagecollector"]),
+            ["replicaset", "serviceaccount"]
+        );
         assert_eq!(enabled(&["replicaset"]), ["replicaset"]);
         assert_eq!(
-            enabled(&["-replicaset-controller", "-job-controller", "*"]),
+            enabled(&[
+                "-replicaset-controller",
+                "-job-controller",
+                "-garbage-collector-controller",
+                "*"
+            ]),
             ["deployment", "serviceaccount"]
         );
         assert!(enabled(&[]).is_empty());
