@@ -24,6 +24,8 @@
 //! - [`serviceaccount`]: a `default` ServiceAccount in every namespace.
 //! - [`gc`]: the garbage collector (a graph over every served kind, found by discovery;
 //!   background, foreground and orphan cascades).
+//! - [`cronjob`]: Jobs for CronJobs at their scheduled times (concurrency policy, missed
+//!   runs, history limits).
 //! - [`job`]: pods for Jobs (completions, parallelism, back-off, deadlines, Indexed, pod
 //!   failure policy, `Complete`/`Failed`).
 //!
@@ -32,6 +34,7 @@
 pub mod client;
 pub mod clock;
 pub mod controller_ref;
+pub mod cronjob;
 pub mod deployment;
 pub mod events;
 pub mod expectations;

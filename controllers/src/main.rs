@@ -12,7 +12,8 @@ use controllers::manager::{self, Config};
 use controllers::server::Serving;
 use leaderelection::ElectionConfig;
 
-/// Runs the ReplicaSet, Deployment and ServiceAccount controllers. Flags follow upstream's
+/// Runs the ReplicaSet, Deployment, ServiceAccount, Job and CronJob controllers and the garbage
+/// collector. Flags follow upstream's
 /// kube-controller-manager.
 #[derive(Debug, Parser)]
 #[command(version)]
@@ -22,8 +23,9 @@ struct Args {
     kubeconfig: Option<PathBuf>,
     /// Controllers to run: `*` (every one on by default), `name` enables, `-name` disables;
     /// comma-separated. Known: replicaset-controller, deployment-controller,
-    /// serviceaccount-controller, job-controller, garbage-collector-controller (or replicaset,
-    /// deployment, serviceaccount, job, garbagecollector).
+    /// serviceaccount-controller, job-controller, cronjob-controller,
+    /// garbage-collector-controller (or replicaset, deployment, serviceaccount, job, cronjob,
+    /// garbagecollector).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Take part in leader election on a Lease and run the controllers only while holding it.
@@ -62,6 +64,9 @@ struct Args {
     /// Jobs synced concurrently.
     #[arg(long, default_value_t = 5)]
     concurrent_job_syncs: usize,
+    /// CronJobs synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_cron_job_syncs: usize,
     /// Garbage collector workers (each of its two queues).
     #[arg(long, default_value_t = 20)]
     concurrent_gc_syncs: usize,
@@ -115,6 +120,7 @@ async fn main() -> anyhow::Result<()> {
         concurrent_deployment_syncs: args.concurrent_deployment_syncs,
         concurrent_serviceaccount_syncs: args.concurrent_serviceaccount_syncs,
         concurrent_job_syncs: args.concurrent_job_syncs,
+        concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
         concurrent_gc_syncs: args.concurrent_gc_syncs,
         enable_garbage_collector: args.enable_garbage_collector,
         secure_addr: (args.secure_port != 0)

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use leaderelection::{ElectionConfig, LeaderElector, LeaderError};
 use tokio_util::sync::CancellationToken;
@@ -29,7 +29,7 @@ use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
-use crate::{deployment, gc, job, replicaset, serviceaccount, worker};
+use crate::{cronjob, deployment, gc, job, replicaset, serviceaccount, worker};
 
 /// How long the event writers may take to flush on stop.
 const EVENTS_FLUSH: Duration = Duration::from_secs(5);
@@ -44,6 +44,7 @@ pub struct Config {
     pub concurrent_deployment_syncs: usize,
     pub concurrent_serviceaccount_syncs: usize,
     pub concurrent_job_syncs: usize,
+    pub concurrent_cron_job_syncs: usize,
     pub concurrent_gc_syncs: usize,
     /// `--enable-garbage-collector`.
     pub enable_garbage_collector: bool,
@@ -123,6 +124,12 @@ pub const CONTROLLERS: &[Descriptor] = &[
         start: start_serviceaccount,
     },
     Descriptor { name: "job-controller", alias: "job", enabled_by_default: true, start: start_job },
+    Descriptor {
+        name: "cronjob-controller",
+        alias: "cronjob",
+        enabled_by_default: true,
+        start: start_cronjob,
+    },
     Descriptor {
         name: "garbage-collector-controller",
         alias: "garbagecollector",
@@ -248,6 +255,24 @@ fn start_job(ctx: &Context) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'s
     ctrl.register(&jobs, &pods);
     let (workers, metrics) = (ctx.config.concurrent_job_syncs, ctx.metrics.queues.clone());
     Box::new(move |stop| Box::pin(worker::run(job::NAME, queue, ctrl, workers, metrics, stop)))
+}
+
+fn start_cronjob(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (cron_jobs, jobs) = (ctx.informers.get::<CronJob>(), ctx.informers.get::<Job>());
+    let queue = ctx.queue(cronjob::NAME);
+    let ctrl = Arc::new(cronjob::CronJobController {
+        client: Arc::new(KubeClient { client: ctx.client.clone() }),
+        recorder: ctx.recorder(cronjob::COMPONENT),
+        cron_jobs: cron_jobs.cache(),
+        jobs: jobs.cache(),
+        queue: queue.clone(),
+        clock: Arc::new(SystemClock),
+    });
+    ctrl.register(&cron_jobs, &jobs);
+    let (workers, metrics) = (ctx.config.concurrent_cron_job_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| Box::pin(worker::run(cronjob::NAME, queue, ctrl, workers, metrics, stop)))
 }
 
 fn start_gc(ctx: &Context) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
@@ -418,10 +443,10 @@ mod tests {
     fn controllers_flag_is_read_as_upstreams() {
         assert_eq!(
             enabled(&["*"]),
-            ["replicaset", "deployment", "serviceaccount", "job", "garbagecollector"]
+            ["replicaset", "deployment", "serviceaccount", "job", "cronjob", "garbagecollector"]
         );
         assert_eq!(
-            enabled(&["*", "-deployment", "-job", "-garbagecollector"]),
+            enabled(&["*", "-deployment", "-job", "-cronjob", "-garbagecollector"]),
             ["replicaset", "serviceaccount"]
         );
         assert_eq!(enabled(&["replicaset"]), ["replicaset"]);
@@ -440,8 +465,8 @@ mod tests {
             Ok(())
         );
         assert_eq!(
-            validate_controllers(&flags(&["*", "-cronjob"])).map_err(|e| e.to_string()),
-            Err("\"-cronjob\" is not in the list of known controllers".to_string())
+            validate_controllers(&flags(&["*", "-bogus"])).map_err(|e| e.to_string()),
+            Err("\"-bogus\" is not in the list of known controllers".to_string())
         );
     }
 }
