@@ -455,6 +455,7 @@ mod tests {
                 "-replicaset-controller",
                 "-job-controller",
                 "-garbage-collector-controller",
+                "-cronjob-controller",
                 "*"
             ]),
             ["deployment", "serviceaccount"]
