@@ -26,6 +26,7 @@
 //!   background, foreground and orphan cascades).
 //! - [`cronjob`]: Jobs for CronJobs at their scheduled times (concurrency policy, missed
 //!   runs, history limits).
+//! - [`ttl_after_finished`]: finished Jobs deleted `ttlSecondsAfterFinished` later.
 //! - [`job`]: pods for Jobs (completions, parallelism, back-off, deadlines, Indexed, pod
 //!   failure policy, `Complete`/`Failed`).
 //!
@@ -53,6 +54,7 @@ pub mod server;
 pub mod serviceaccount;
 pub mod slow_start;
 pub mod throttle;
+pub mod ttl_after_finished;
 pub mod worker;
 pub mod workqueue;
 

@@ -24,8 +24,8 @@ struct Args {
     /// Controllers to run: `*` (every one on by default), `name` enables, `-name` disables;
     /// comma-separated. Known: replicaset-controller, deployment-controller,
     /// serviceaccount-controller, job-controller, cronjob-controller,
-    /// garbage-collector-controller (or replicaset, deployment, serviceaccount, job, cronjob,
-    /// garbagecollector).
+    /// ttl-after-finished-controller, garbage-collector-controller (or replicaset, deployment,
+    /// serviceaccount, job, cronjob, ttl-after-finished, garbagecollector).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Take part in leader election on a Lease and run the controllers only while holding it.
@@ -67,6 +67,9 @@ struct Args {
     /// CronJobs synced concurrently.
     #[arg(long, default_value_t = 5)]
     concurrent_cron_job_syncs: usize,
+    /// Finished Jobs checked for their TTL concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_ttl_after_finished_syncs: usize,
     /// Garbage collector workers (each of its two queues).
     #[arg(long, default_value_t = 20)]
     concurrent_gc_syncs: usize,
@@ -121,6 +124,7 @@ async fn main() -> anyhow::Result<()> {
         concurrent_serviceaccount_syncs: args.concurrent_serviceaccount_syncs,
         concurrent_job_syncs: args.concurrent_job_syncs,
         concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
+        concurrent_ttl_after_finished_syncs: args.concurrent_ttl_after_finished_syncs,
         concurrent_gc_syncs: args.concurrent_gc_syncs,
         enable_garbage_collector: args.enable_garbage_collector,
         secure_addr: (args.secure_port != 0)

@@ -29,7 +29,7 @@ use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
-use crate::{cronjob, deployment, gc, job, replicaset, serviceaccount, worker};
+use crate::{cronjob, deployment, gc, job, replicaset, serviceaccount, ttl_after_finished, worker};
 
 /// How long the event writers may take to flush on stop.
 const EVENTS_FLUSH: Duration = Duration::from_secs(5);
@@ -45,6 +45,7 @@ pub struct Config {
     pub concurrent_serviceaccount_syncs: usize,
     pub concurrent_job_syncs: usize,
     pub concurrent_cron_job_syncs: usize,
+    pub concurrent_ttl_after_finished_syncs: usize,
     pub concurrent_gc_syncs: usize,
     /// `--enable-garbage-collector`.
     pub enable_garbage_collector: bool,
@@ -129,6 +130,12 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "cronjob",
         enabled_by_default: true,
         start: start_cronjob,
+    },
+    Descriptor {
+        name: "ttl-after-finished-controller",
+        alias: "ttl-after-finished",
+        enabled_by_default: true,
+        start: start_ttl_after_finished,
     },
     Descriptor {
         name: "garbage-collector-controller",
@@ -273,6 +280,25 @@ fn start_cronjob(
     ctrl.register(&cron_jobs, &jobs);
     let (workers, metrics) = (ctx.config.concurrent_cron_job_syncs, ctx.metrics.queues.clone());
     Box::new(move |stop| Box::pin(worker::run(cronjob::NAME, queue, ctrl, workers, metrics, stop)))
+}
+
+fn start_ttl_after_finished(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let jobs = ctx.informers.get::<Job>();
+    let queue = ctx.queue(ttl_after_finished::NAME);
+    let ctrl = Arc::new(ttl_after_finished::TtlAfterFinishedController {
+        client: Arc::new(KubeClient { client: ctx.client.clone() }),
+        jobs: jobs.cache(),
+        queue: queue.clone(),
+        clock: Arc::new(SystemClock),
+    });
+    ctrl.register(&jobs);
+    let (workers, metrics) =
+        (ctx.config.concurrent_ttl_after_finished_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| {
+        Box::pin(worker::run(ttl_after_finished::NAME, queue, ctrl, workers, metrics, stop))
+    })
 }
 
 fn start_gc(ctx: &Context) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
@@ -443,10 +469,25 @@ mod tests {
     fn controllers_flag_is_read_as_upstreams() {
         assert_eq!(
             enabled(&["*"]),
-            ["replicaset", "deployment", "serviceaccount", "job", "cronjob", "garbagecollector"]
+            [
+                "replicaset",
+                "deployment",
+                "serviceaccount",
+                "job",
+                "cronjob",
+                "ttl-after-finished",
+                "garbagecollector"
+            ]
         );
         assert_eq!(
-            enabled(&["*", "-deployment", "-job", "-cronjob", "-garbagecollector"]),
+            enabled(&[
+                "*",
+                "-deployment",
+                "-job",
+                "-cronjob",
+                "-ttl-after-finished",
+                "-garbagecollector"
+            ]),
             ["replicaset", "serviceaccount"]
         );
         assert_eq!(enabled(&["replicaset"]), ["replicaset"]);
@@ -456,6 +497,7 @@ mod tests {
                 "-job-controller",
                 "-garbage-collector-controller",
                 "-cronjob-controller",
+                "-ttl-after-finished-controller",
                 "*"
             ]),
             ["deployment", "serviceaccount"]
