@@ -333,11 +333,14 @@ pub fn plan(
             out.suspended_now = Some(true);
         } else if !suspended && was_suspended {
             set_condition(&mut status, "Suspended", "False", "JobResumed", "Job resumed", now);
-            status.start_time = Some(Time(now));
             out.suspended_now = Some(false);
         }
     }
-    if !suspended && status.start_time.is_none() {
+    if suspended && finish.is_none() {
+        // Upstream clears it while suspended (the apiserver refuses a changed startTime on an
+        // unsuspended Job), so the deadline counts from the resume.
+        status.start_time = None;
+    } else if status.start_time.is_none() {
         status.start_time = Some(Time(now));
     }
 
