@@ -262,7 +262,7 @@ async fn kubectl_delete_deployment_cascades_in_the_background_the_foreground_or_
     let (ok, out, err) =
         kubectl(&c.node.api, &["delete", "deployment", "bg", "--cascade=background"]);
     assert!(ok, "{err}");
-    assert_eq!(out.trim(), "deployment.apps \"bg\" deleted");
+    assert_eq!(out.trim(), "deployment.apps \"bg\" deleted from default namespace");
     eventually("bg's ReplicaSet and pods collected", WAIT, POLL, || async {
         let (r, p) = (rss.list(&of("bg")).await.ok()?, pods.list(&of("bg")).await.ok()?);
         (r.items.is_empty() && p.items.is_empty()).then_some(())
