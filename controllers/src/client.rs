@@ -133,6 +133,44 @@ pub trait Client<K>: Send + Sync + 'static {
         name: &str,
         uid: Option<&str>,
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Removes `finalizer` from the object (a strategic merge `$deleteFromPrimitiveList`).
+    fn remove_finalizer(
+        &self,
+        ns: &str,
+        name: &str,
+        finalizer: &str,
+    ) -> impl Future<Output = Result<K, ApiError>> + Send;
+    /// Deletes with a `propagationPolicy` and the UID as precondition.
+    fn delete_propagating(
+        &self,
+        ns: &str,
+        name: &str,
+        uid: &str,
+        policy: Propagation,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+}
+
+/// A delete's `propagationPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+impl Propagation {
+    pub fn as_kube(self) -> kube::api::PropagationPolicy {
+        match self {
+            Propagation::Background => kube::api::PropagationPolicy::Background,
+            Propagation::Foreground => kube::api::PropagationPolicy::Foreground,
+            Propagation::Orphan => kube::api::PropagationPolicy::Orphan,
+        }
+    }
+}
+
+/// The strategic merge patch removing one finalizer.
+pub fn remove_finalizer_patch(finalizer: &str) -> serde_json::Value {
+    json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}})
 }
 
 /// The real client.
@@ -210,6 +248,35 @@ where
         let params = DeleteParams {
             preconditions: uid
                 .map(|u| Preconditions { uid: Some(u.to_string()), resource_version: None }),
+            ..Default::default()
+        };
+        api.delete(name, &params).await.map(|_| ()).map_err(|e| {
+            ApiError::from_kube(Verb::Delete, &kind_of::<K>(), format!("{ns}/{name}"), e)
+        })
+    }
+
+    async fn remove_finalizer(&self, ns: &str, name: &str, finalizer: &str) -> Result<K, ApiError> {
+        let api: Api<K> = Api::namespaced(self.client.clone(), ns);
+        let patch = Patch::Strategic(remove_finalizer_patch(finalizer));
+        api.patch(name, &PatchParams::default(), &patch).await.map_err(|e| {
+            ApiError::from_kube(Verb::Patch, &kind_of::<K>(), format!("{ns}/{name}"), e)
+        })
+    }
+
+    async fn delete_propagating(
+        &self,
+        ns: &str,
+        name: &str,
+        uid: &str,
+        policy: Propagation,
+    ) -> Result<(), ApiError> {
+        let api: Api<K> = Api::namespaced(self.client.clone(), ns);
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            propagation_policy: Some(policy.as_kube()),
             ..Default::default()
         };
         api.delete(name, &params).await.map(|_| ()).map_err(|e| {

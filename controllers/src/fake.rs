@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::client::{ApiError, Client, OwnerPatch, Verb};
+use crate::client::{ApiError, Client, OwnerPatch, Propagation, Verb};
 use crate::informers::Informer;
 
 #[derive(Debug, Default)]
@@ -298,6 +298,42 @@ where
     async fn delete(&self, ns: &str, name: &str, _uid: Option<&str>) -> Result<(), ApiError> {
         let key = format!("{ns}/{name}");
         self.fail(Verb::Delete, &kind::<K>(), &key)?;
+        match self.lock().objects.remove(&(kind::<K>(), ns.to_string(), name.to_string())) {
+            Some(_) => Ok(()),
+            None => Err(ApiError::NotFound { verb: Verb::Delete, kind: kind::<K>(), key }),
+        }
+    }
+
+    async fn remove_finalizer(&self, ns: &str, name: &str, finalizer: &str) -> Result<K, ApiError> {
+        let key = format!("{ns}/{name}");
+        self.fail(Verb::Patch, &kind::<K>(), &key)?;
+        let Some(mut obj) = self.object::<K>(ns, name) else {
+            return Err(ApiError::NotFound { verb: Verb::Patch, kind: kind::<K>(), key });
+        };
+        if let Some(f) = obj.meta_mut().finalizers.as_mut() {
+            f.retain(|x| x != finalizer);
+        }
+        let mut s = self.lock();
+        s.revision += 1;
+        obj.meta_mut().resource_version = Some(s.revision.to_string());
+        s.objects.insert(
+            (kind::<K>(), ns.to_string(), name.to_string()),
+            serde_json::to_value(&obj).unwrap_or_default(),
+        );
+        Ok(obj)
+    }
+
+    /// Logged as `delete <Kind> ns/name <policy>`; the object is removed at once (the garbage
+    /// collector's part is not the fake's).
+    async fn delete_propagating(
+        &self,
+        ns: &str,
+        name: &str,
+        _uid: &str,
+        policy: Propagation,
+    ) -> Result<(), ApiError> {
+        let key = format!("{ns}/{name}");
+        self.fail(Verb::Delete, &kind::<K>(), &format!("{key} {policy:?}"))?;
         match self.lock().objects.remove(&(kind::<K>(), ns.to_string(), name.to_string())) {
             Some(_) => Ok(()),
             None => Err(ApiError::NotFound { verb: Verb::Delete, kind: kind::<K>(), key }),

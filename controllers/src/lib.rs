@@ -11,6 +11,7 @@
 //! - [`selector`], [`pods`]: label selectors; pod readiness, availability, owner references.
 //! - [`controller_ref`]: adopting and releasing (one controller per object).
 //! - [`ranking`]: which pods to delete first; [`slow_start`]: batches of 1, 2, 4, ….
+//! - [`clock`]: the wall clock behind a trait (a fake for tests).
 //! - [`client`]: every API call behind a trait; [`events`]: events behind a trait;
 //!   [`throttle`]: `--kube-api-qps`/`--kube-api-burst` on every request.
 //! - [`metrics`]: `workqueue_*` and sync durations; [`server`]: `/healthz` and `/metrics` over
@@ -21,15 +22,26 @@
 //! - [`deployment`]: ReplicaSets for Deployments (rolling update, recreate, rollback,
 //!   conditions).
 //! - [`serviceaccount`]: a `default` ServiceAccount in every namespace.
+//! - [`gc`]: the garbage collector (a graph over every served kind, found by discovery;
+//!   background, foreground and orphan cascades).
+//! - [`cronjob`]: Jobs for CronJobs at their scheduled times (concurrency policy, missed
+//!   runs, history limits).
+//! - [`ttl_after_finished`]: finished Jobs deleted `ttlSecondsAfterFinished` later.
+//! - [`job`]: pods for Jobs (completions, parallelism, back-off, deadlines, Indexed, pod
+//!   failure policy, `Complete`/`Failed`).
 //!
 //! [`manager`]: flags → config, leader election, informers, the controllers, stop order.
 
 pub mod client;
+pub mod clock;
 pub mod controller_ref;
+pub mod cronjob;
 pub mod deployment;
 pub mod events;
 pub mod expectations;
+pub mod gc;
 pub mod informers;
+pub mod job;
 pub mod key;
 pub mod manager;
 pub mod metrics;
@@ -42,6 +54,7 @@ pub mod server;
 pub mod serviceaccount;
 pub mod slow_start;
 pub mod throttle;
+pub mod ttl_after_finished;
 pub mod worker;
 pub mod workqueue;
 

@@ -12,7 +12,8 @@ use controllers::manager::{self, Config};
 use controllers::server::Serving;
 use leaderelection::ElectionConfig;
 
-/// Runs the ReplicaSet, Deployment and ServiceAccount controllers. Flags follow upstream's
+/// Runs the ReplicaSet, Deployment, ServiceAccount, Job and CronJob controllers and the garbage
+/// collector. Flags follow upstream's
 /// kube-controller-manager.
 #[derive(Debug, Parser)]
 #[command(version)]
@@ -22,7 +23,9 @@ struct Args {
     kubeconfig: Option<PathBuf>,
     /// Controllers to run: `*` (every one on by default), `name` enables, `-name` disables;
     /// comma-separated. Known: replicaset-controller, deployment-controller,
-    /// serviceaccount-controller (or replicaset, deployment, serviceaccount).
+    /// serviceaccount-controller, job-controller, cronjob-controller,
+    /// ttl-after-finished-controller, garbage-collector-controller (or replicaset, deployment,
+    /// serviceaccount, job, cronjob, ttl-after-finished, garbagecollector).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Take part in leader election on a Lease and run the controllers only while holding it.
@@ -58,6 +61,21 @@ struct Args {
     /// Namespaces whose ServiceAccounts are synced concurrently.
     #[arg(long, default_value_t = 1)]
     concurrent_serviceaccount_syncs: usize,
+    /// Jobs synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_job_syncs: usize,
+    /// CronJobs synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_cron_job_syncs: usize,
+    /// Finished Jobs checked for their TTL concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_ttl_after_finished_syncs: usize,
+    /// Garbage collector workers (each of its two queues).
+    #[arg(long, default_value_t = 20)]
+    concurrent_gc_syncs: usize,
+    /// Run the garbage collector (cascading deletion); with it off, owners' dependents stay.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    enable_garbage_collector: bool,
     /// The HTTPS port for /healthz and /metrics; 0 disables it.
     #[arg(long, default_value_t = 10257)]
     secure_port: u16,
@@ -104,6 +122,11 @@ async fn main() -> anyhow::Result<()> {
         concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
         concurrent_deployment_syncs: args.concurrent_deployment_syncs,
         concurrent_serviceaccount_syncs: args.concurrent_serviceaccount_syncs,
+        concurrent_job_syncs: args.concurrent_job_syncs,
+        concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
+        concurrent_ttl_after_finished_syncs: args.concurrent_ttl_after_finished_syncs,
+        concurrent_gc_syncs: args.concurrent_gc_syncs,
+        enable_garbage_collector: args.enable_garbage_collector,
         secure_addr: (args.secure_port != 0)
             .then(|| SocketAddr::new(args.bind_address, args.secure_port)),
         serving: Serving {

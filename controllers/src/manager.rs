@@ -15,19 +15,21 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use leaderelection::{ElectionConfig, LeaderElector, LeaderError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::client::KubeClient;
+use crate::clock::SystemClock;
 use crate::events::Recorder;
 use crate::expectations::Expectations;
 use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
-use crate::{deployment, replicaset, serviceaccount, worker};
+use crate::{cronjob, deployment, gc, job, replicaset, serviceaccount, ttl_after_finished, worker};
 
 /// How long the event writers may take to flush on stop.
 const EVENTS_FLUSH: Duration = Duration::from_secs(5);
@@ -41,6 +43,12 @@ pub struct Config {
     pub concurrent_replicaset_syncs: usize,
     pub concurrent_deployment_syncs: usize,
     pub concurrent_serviceaccount_syncs: usize,
+    pub concurrent_job_syncs: usize,
+    pub concurrent_cron_job_syncs: usize,
+    pub concurrent_ttl_after_finished_syncs: usize,
+    pub concurrent_gc_syncs: usize,
+    /// `--enable-garbage-collector`.
+    pub enable_garbage_collector: bool,
     /// `None`: `--secure-port=0`, no serving.
     pub secure_addr: Option<SocketAddr>,
     pub serving: Serving,
@@ -115,6 +123,25 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "serviceaccount",
         enabled_by_default: true,
         start: start_serviceaccount,
+    },
+    Descriptor { name: "job-controller", alias: "job", enabled_by_default: true, start: start_job },
+    Descriptor {
+        name: "cronjob-controller",
+        alias: "cronjob",
+        enabled_by_default: true,
+        start: start_cronjob,
+    },
+    Descriptor {
+        name: "ttl-after-finished-controller",
+        alias: "ttl-after-finished",
+        enabled_by_default: true,
+        start: start_ttl_after_finished,
+    },
+    Descriptor {
+        name: "garbage-collector-controller",
+        alias: "garbagecollector",
+        enabled_by_default: true,
+        start: start_gc,
     },
 ];
 
@@ -216,6 +243,102 @@ fn start_serviceaccount(
         (ctx.config.concurrent_serviceaccount_syncs, ctx.metrics.queues.clone());
     Box::new(move |stop| {
         Box::pin(worker::run(serviceaccount::NAME, queue, ctrl, workers, metrics, stop))
+    })
+}
+
+fn start_job(ctx: &Context) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (jobs, pods) = (ctx.informers.get::<Job>(), ctx.informers.get::<Pod>());
+    let queue = ctx.queue(job::NAME);
+    let ctrl = Arc::new(job::JobController {
+        client: Arc::new(KubeClient { client: ctx.client.clone() }),
+        recorder: ctx.recorder(job::COMPONENT),
+        jobs: jobs.cache(),
+        pods: pods.cache(),
+        queue: queue.clone(),
+        expectations: Arc::new(Expectations::default()),
+        clock: Arc::new(SystemClock),
+        backoff: std::sync::Mutex::default(),
+    });
+    ctrl.register(&jobs, &pods);
+    let (workers, metrics) = (ctx.config.concurrent_job_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| Box::pin(worker::run(job::NAME, queue, ctrl, workers, metrics, stop)))
+}
+
+fn start_cronjob(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (cron_jobs, jobs) = (ctx.informers.get::<CronJob>(), ctx.informers.get::<Job>());
+    let queue = ctx.queue(cronjob::NAME);
+    let ctrl = Arc::new(cronjob::CronJobController {
+        client: Arc::new(KubeClient { client: ctx.client.clone() }),
+        recorder: ctx.recorder(cronjob::COMPONENT),
+        cron_jobs: cron_jobs.cache(),
+        jobs: jobs.cache(),
+        queue: queue.clone(),
+        clock: Arc::new(SystemClock),
+    });
+    ctrl.register(&cron_jobs, &jobs);
+    let (workers, metrics) = (ctx.config.concurrent_cron_job_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| Box::pin(worker::run(cronjob::NAME, queue, ctrl, workers, metrics, stop)))
+}
+
+fn start_ttl_after_finished(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let jobs = ctx.informers.get::<Job>();
+    let queue = ctx.queue(ttl_after_finished::NAME);
+    let ctrl = Arc::new(ttl_after_finished::TtlAfterFinishedController {
+        client: Arc::new(KubeClient { client: ctx.client.clone() }),
+        jobs: jobs.cache(),
+        queue: queue.clone(),
+        clock: Arc::new(SystemClock),
+    });
+    ctrl.register(&jobs);
+    let (workers, metrics) =
+        (ctx.config.concurrent_ttl_after_finished_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| {
+        Box::pin(worker::run(ttl_after_finished::NAME, queue, ctrl, workers, metrics, stop))
+    })
+}
+
+fn start_gc(ctx: &Context) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    if !ctx.config.enable_garbage_collector {
+        tracing::info!("--enable-garbage-collector=false: the garbage collector does not run");
+        return Box::new(|_| Box::pin(async {}));
+    }
+    let resources = Arc::new(gc::client::Resources::default());
+    let client =
+        gc::client::DynamicClient { client: ctx.client.clone(), resources: resources.clone() };
+    let (delete_queue, orphan_queue) = (ctx.queue(gc::DELETE_QUEUE), ctx.queue(gc::ORPHAN_QUEUE));
+    let collector = Arc::new(gc::GarbageCollector::new(
+        Arc::new(client),
+        delete_queue.clone(),
+        orphan_queue.clone(),
+    ));
+    let (kube, workers, metrics) =
+        (ctx.client.clone(), ctx.config.concurrent_gc_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| {
+        Box::pin(async move {
+            let (synced, tasks) = (CancellationToken::new(), TaskTracker::new());
+            tasks.spawn(gc::monitors::run(
+                collector.clone(),
+                kube,
+                resources,
+                synced.clone(),
+                stop.clone(),
+            ));
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = synced.cancelled() => {
+                    let deleter = Arc::new(gc::AttemptToDelete(collector.clone()));
+                    let orphaner = Arc::new(gc::AttemptToOrphan(collector));
+                    tasks.spawn(worker::run(gc::DELETE_QUEUE, delete_queue, deleter, workers, metrics.clone(), stop.clone()));
+                    tasks.spawn(worker::run(gc::ORPHAN_QUEUE, orphan_queue, orphaner, workers, metrics, stop.clone()));
+                }
+            }
+            tasks.close();
+            tasks.wait().await;
+        })
     })
 }
 
@@ -344,18 +467,49 @@ mod tests {
 
     #[test]
     fn controllers_flag_is_read_as_upstreams() {
-        assert_eq!(enabled(&["*"]), ["replicaset", "deployment", "serviceaccount"]);
-        assert_eq!(enabled(&["*", "-deployment"]), ["replicaset", "serviceaccount"]);
+        assert_eq!(
+            enabled(&["*"]),
+            [
+                "replicaset",
+                "deployment",
+                "serviceaccount",
+                "job",
+                "cronjob",
+                "ttl-after-finished",
+                "garbagecollector"
+            ]
+        );
+        assert_eq!(
+            enabled(&[
+                "*",
+                "-deployment",
+                "-job",
+                "-cronjob",
+                "-ttl-after-finished",
+                "-garbagecollector"
+            ]),
+            ["replicaset", "serviceaccount"]
+        );
         assert_eq!(enabled(&["replicaset"]), ["replicaset"]);
-        assert_eq!(enabled(&["-replicaset-controller", "*"]), ["deployment", "serviceaccount"]);
+        assert_eq!(
+            enabled(&[
+                "-replicaset-controller",
+                "-job-controller",
+                "-garbage-collector-controller",
+                "-cronjob-controller",
+                "-ttl-after-finished-controller",
+                "*"
+            ]),
+            ["deployment", "serviceaccount"]
+        );
         assert!(enabled(&[]).is_empty());
         assert_eq!(
             validate_controllers(&flags(&["*", "-deployment", "replicaset-controller"])),
             Ok(())
         );
         assert_eq!(
-            validate_controllers(&flags(&["*", "-cronjob"])).map_err(|e| e.to_string()),
-            Err("\"-cronjob\" is not in the list of known controllers".to_string())
+            validate_controllers(&flags(&["*", "-bogus"])).map_err(|e| e.to_string()),
+            Err("\"-bogus\" is not in the list of known controllers".to_string())
         );
     }
 }

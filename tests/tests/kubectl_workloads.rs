@@ -182,6 +182,19 @@ fn kubectl_creates_and_lists_jobs_and_cronjobs() {
         &["create", "cronjob", "bad", "--image=busybox:1.35", "--schedule=@fortnightly"],
     );
     assert!(err.contains("unrecognized descriptor: @fortnightly"), "{err}");
+    let zone = server.dir().join("zone.yaml");
+    std::fs::write(
+        &zone,
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: mars\nspec:\n  schedule: \"@hourly\"\n  timeZone: Mars/Olympus\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers:\n          - name: c\n            image: busybox:1.35\n",
+    )
+    .unwrap();
+    let err = fails(&server, &["create", "-f", zone.to_str().unwrap()]);
+    assert!(
+        err.contains(
+            "spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus"
+        ),
+        "{err}"
+    );
     // kubectl's Job generator asks for Never; a manifest asking for Always is refused.
     let manifest = server.dir().join("always.yaml");
     std::fs::write(
