@@ -21,11 +21,13 @@
 //! - [`deployment`]: ReplicaSets for Deployments (rolling update, recreate, rollback,
 //!   conditions).
 //! - [`serviceaccount`]: a `default` ServiceAccount in every namespace.
+//! - [`daemon`]: one pod of each DaemonSet per eligible node (rolling update, on delete).
 //!
 //! [`manager`]: flags → config, leader election, informers, the controllers, stop order.
 
 pub mod client;
 pub mod controller_ref;
+pub mod daemon;
 pub mod deployment;
 pub mod events;
 pub mod expectations;

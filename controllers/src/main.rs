@@ -58,6 +58,9 @@ struct Args {
     /// Namespaces whose ServiceAccounts are synced concurrently.
     #[arg(long, default_value_t = 1)]
     concurrent_serviceaccount_syncs: usize,
+    /// DaemonSets synced concurrently.
+    #[arg(long, default_value_t = 2)]
+    concurrent_daemonset_syncs: usize,
     /// The HTTPS port for /healthz and /metrics; 0 disables it.
     #[arg(long, default_value_t = 10257)]
     secure_port: u16,
@@ -104,6 +107,7 @@ async fn main() -> anyhow::Result<()> {
         concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
         concurrent_deployment_syncs: args.concurrent_deployment_syncs,
         concurrent_serviceaccount_syncs: args.concurrent_serviceaccount_syncs,
+        concurrent_daemonset_syncs: args.concurrent_daemonset_syncs,
         secure_addr: (args.secure_port != 0)
             .then(|| SocketAddr::new(args.bind_address, args.secure_port)),
         serving: Serving {

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use leaderelection::{ElectionConfig, LeaderElector, LeaderError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -27,7 +27,7 @@ use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
-use crate::{deployment, replicaset, serviceaccount, worker};
+use crate::{daemon, deployment, replicaset, serviceaccount, worker};
 
 /// How long the event writers may take to flush on stop.
 const EVENTS_FLUSH: Duration = Duration::from_secs(5);
@@ -41,6 +41,7 @@ pub struct Config {
     pub concurrent_replicaset_syncs: usize,
     pub concurrent_deployment_syncs: usize,
     pub concurrent_serviceaccount_syncs: usize,
+    pub concurrent_daemonset_syncs: usize,
     /// `None`: `--secure-port=0`, no serving.
     pub secure_addr: Option<SocketAddr>,
     pub serving: Serving,
@@ -115,6 +116,12 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "serviceaccount",
         enabled_by_default: true,
         start: start_serviceaccount,
+    },
+    Descriptor {
+        name: "daemonset-controller",
+        alias: "daemonset",
+        enabled_by_default: true,
+        start: start_daemonset,
     },
 ];
 
@@ -217,6 +224,28 @@ fn start_serviceaccount(
     Box::new(move |stop| {
         Box::pin(worker::run(serviceaccount::NAME, queue, ctrl, workers, metrics, stop))
     })
+}
+
+fn start_daemonset(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (ds, nodes, pods) =
+        (ctx.informers.get::<DaemonSet>(), ctx.informers.get::<Node>(), ctx.informers.get::<Pod>());
+    let queue = ctx.queue(daemon::NAME);
+    let ctrl = Arc::new(daemon::DaemonSetController {
+        client: Arc::new(KubeClient { client: ctx.client.clone() }),
+        recorder: ctx.recorder(daemon::COMPONENT),
+        daemon_sets: ds.cache(),
+        nodes: nodes.cache(),
+        pods: pods.cache(),
+        queue: queue.clone(),
+        expectations: Arc::new(Expectations::default()),
+        burst_replicas: daemon::BURST_REPLICAS,
+        now: jiff::Timestamp::now,
+    });
+    ctrl.register(&ds, &nodes, &pods);
+    let (workers, metrics) = (ctx.config.concurrent_daemonset_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| Box::pin(worker::run(daemon::NAME, queue, ctrl, workers, metrics, stop)))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -344,10 +373,13 @@ mod tests {
 
     #[test]
     fn controllers_flag_is_read_as_upstreams() {
-        assert_eq!(enabled(&["*"]), ["replicaset", "deployment", "serviceaccount"]);
-        assert_eq!(enabled(&["*", "-deployment"]), ["replicaset", "serviceaccount"]);
+        assert_eq!(enabled(&["*"]), ["replicaset", "deployment", "serviceaccount", "daemonset"]);
+        assert_eq!(enabled(&["*", "-deployment"]), ["replicaset", "serviceaccount", "daemonset"]);
         assert_eq!(enabled(&["replicaset"]), ["replicaset"]);
-        assert_eq!(enabled(&["-replicaset-controller", "*"]), ["deployment", "serviceaccount"]);
+        assert_eq!(
+            enabled(&["-replicaset-controller", "*"]),
+            ["deployment", "serviceaccount", "daemonset"]
+        );
         assert!(enabled(&[]).is_empty());
         assert_eq!(
             validate_controllers(&flags(&["*", "-deployment", "replicaset-controller"])),
