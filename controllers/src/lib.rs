@@ -22,6 +22,9 @@
 //!   conditions).
 //! - [`serviceaccount`]: a `default` ServiceAccount in every namespace.
 //! - [`daemon`]: one pod of each DaemonSet per eligible node (rolling update, on delete).
+//! - [`nodelifecycle`]: silent nodes go Unknown; condition taints; [`nodeapi`]: node writes.
+//! - [`tainteviction`]: pods leave nodes with `NoExecute` taints they do not tolerate.
+//! - [`podgc`]: finished pods over the threshold, orphaned and unscheduled terminating pods.
 //!
 //! [`manager`]: flags → config, leader election, informers, the controllers, stop order.
 
@@ -35,6 +38,9 @@ pub mod informers;
 pub mod key;
 pub mod manager;
 pub mod metrics;
+pub mod nodeapi;
+pub mod nodelifecycle;
+pub mod podgc;
 pub mod pods;
 pub mod ranking;
 pub mod rate_limiter;
@@ -43,6 +49,7 @@ pub mod selector;
 pub mod server;
 pub mod serviceaccount;
 pub mod slow_start;
+pub mod tainteviction;
 pub mod throttle;
 pub mod worker;
 pub mod workqueue;

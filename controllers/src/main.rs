@@ -12,7 +12,8 @@ use controllers::manager::{self, Config};
 use controllers::server::Serving;
 use leaderelection::ElectionConfig;
 
-/// Runs the ReplicaSet, Deployment and ServiceAccount controllers. Flags follow upstream's
+/// Runs the ReplicaSet, Deployment, ServiceAccount, DaemonSet, node lifecycle, taint-eviction
+/// and pod GC controllers. Flags follow upstream's
 /// kube-controller-manager.
 #[derive(Debug, Parser)]
 #[command(version)]
@@ -22,7 +23,9 @@ struct Args {
     kubeconfig: Option<PathBuf>,
     /// Controllers to run: `*` (every one on by default), `name` enables, `-name` disables;
     /// comma-separated. Known: replicaset-controller, deployment-controller,
-    /// serviceaccount-controller (or replicaset, deployment, serviceaccount).
+    /// serviceaccount-controller, daemonset-controller, node-lifecycle-controller,
+    /// taint-eviction-controller, pod-garbage-collector-controller (or replicaset, deployment,
+    /// serviceaccount, daemonset, nodelifecycle, podgc).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Take part in leader election on a Lease and run the controllers only while holding it.
@@ -61,6 +64,32 @@ struct Args {
     /// DaemonSets synced concurrently.
     #[arg(long, default_value_t = 2)]
     concurrent_daemonset_syncs: usize,
+    /// How often the node lifecycle controller checks nodes' heartbeats.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    node_monitor_period: Duration,
+    /// How long a node may go without a heartbeat (Lease renewal or status) before its
+    /// conditions are set Unknown.
+    #[arg(long, default_value = "40s", value_parser = humantime::parse_duration)]
+    node_monitor_grace_period: Duration,
+    /// The grace period for a node that has not yet posted a Ready condition.
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    node_startup_grace_period: Duration,
+    /// Nodes per second per zone that get NoExecute taints when the zone is healthy.
+    #[arg(long, default_value_t = 0.1)]
+    node_eviction_rate: f64,
+    /// Nodes per second per zone that get NoExecute taints when the zone is unhealthy (and
+    /// larger than --large-cluster-size-threshold; smaller unhealthy zones get none).
+    #[arg(long, default_value_t = 0.01)]
+    secondary_node_eviction_rate: f64,
+    /// Zones with more nodes than this use --secondary-node-eviction-rate when unhealthy.
+    #[arg(long, default_value_t = 50)]
+    large_cluster_size_threshold: usize,
+    /// The fraction of not-ready nodes (at least 3) that makes a zone unhealthy.
+    #[arg(long, default_value_t = 0.55)]
+    unhealthy_zone_threshold: f64,
+    /// Finished pods kept before the pod GC deletes the oldest; 0 disables that.
+    #[arg(long, default_value_t = 12500)]
+    terminated_pod_gc_threshold: usize,
     /// The HTTPS port for /healthz and /metrics; 0 disables it.
     #[arg(long, default_value_t = 10257)]
     secure_port: u16,
@@ -108,6 +137,16 @@ async fn main() -> anyhow::Result<()> {
         concurrent_deployment_syncs: args.concurrent_deployment_syncs,
         concurrent_serviceaccount_syncs: args.concurrent_serviceaccount_syncs,
         concurrent_daemonset_syncs: args.concurrent_daemonset_syncs,
+        node_lifecycle: controllers::nodelifecycle::Config {
+            monitor_period: args.node_monitor_period,
+            grace_period: args.node_monitor_grace_period,
+            startup_grace_period: args.node_startup_grace_period,
+            eviction_rate: args.node_eviction_rate,
+            secondary_eviction_rate: args.secondary_node_eviction_rate,
+            large_cluster_threshold: args.large_cluster_size_threshold,
+            unhealthy_zone_threshold: args.unhealthy_zone_threshold,
+        },
+        terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
         secure_addr: (args.secure_port != 0)
             .then(|| SocketAddr::new(args.bind_address, args.secure_port)),
         serving: Serving {

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use leaderelection::{ElectionConfig, LeaderElector, LeaderError};
 use tokio_util::sync::CancellationToken;
@@ -27,7 +28,9 @@ use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
-use crate::{daemon, deployment, replicaset, serviceaccount, worker};
+use crate::{
+    daemon, deployment, nodelifecycle, podgc, replicaset, serviceaccount, tainteviction, worker,
+};
 
 /// How long the event writers may take to flush on stop.
 const EVENTS_FLUSH: Duration = Duration::from_secs(5);
@@ -42,6 +45,10 @@ pub struct Config {
     pub concurrent_deployment_syncs: usize,
     pub concurrent_serviceaccount_syncs: usize,
     pub concurrent_daemonset_syncs: usize,
+    /// `--node-monitor-period`, `--node-monitor-grace-period`, the eviction rates, ...
+    pub node_lifecycle: nodelifecycle::Config,
+    /// `--terminated-pod-gc-threshold`.
+    pub terminated_pod_gc_threshold: usize,
     /// `None`: `--secure-port=0`, no serving.
     pub secure_addr: Option<SocketAddr>,
     pub serving: Serving,
@@ -122,6 +129,24 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "daemonset",
         enabled_by_default: true,
         start: start_daemonset,
+    },
+    Descriptor {
+        name: "node-lifecycle-controller",
+        alias: "nodelifecycle",
+        enabled_by_default: true,
+        start: start_nodelifecycle,
+    },
+    Descriptor {
+        name: "taint-eviction-controller",
+        alias: "taint-eviction-controller",
+        enabled_by_default: true,
+        start: start_tainteviction,
+    },
+    Descriptor {
+        name: "pod-garbage-collector-controller",
+        alias: "podgc",
+        enabled_by_default: true,
+        start: start_podgc,
     },
 ];
 
@@ -246,6 +271,53 @@ fn start_daemonset(
     ctrl.register(&ds, &nodes, &pods);
     let (workers, metrics) = (ctx.config.concurrent_daemonset_syncs, ctx.metrics.queues.clone());
     Box::new(move |stop| Box::pin(worker::run(daemon::NAME, queue, ctrl, workers, metrics, stop)))
+}
+
+fn start_nodelifecycle(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (nodes, leases, pods) =
+        (ctx.informers.get::<Node>(), ctx.informers.get::<Lease>(), ctx.informers.get::<Pod>());
+    let ctrl = Arc::new(nodelifecycle::NodeLifecycleController::new(
+        Arc::new(KubeClient { client: ctx.client.clone() }),
+        ctx.recorder(nodelifecycle::COMPONENT),
+        nodes.cache(),
+        leases.cache(),
+        pods.cache(),
+        ctx.config.node_lifecycle.clone(),
+        jiff::Timestamp::now,
+    ));
+    let metrics = ctx.metrics.queues.clone();
+    Box::new(move |stop| Box::pin(ctrl.run(metrics, stop)))
+}
+
+fn start_tainteviction(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (nodes, pods) = (ctx.informers.get::<Node>(), ctx.informers.get::<Pod>());
+    let ctrl = Arc::new(tainteviction::TaintEvictionController::new(
+        Arc::new(KubeClient { client: ctx.client.clone() }),
+        ctx.recorder(tainteviction::COMPONENT),
+        nodes.cache(),
+        pods.cache(),
+    ));
+    ctrl.register(&nodes, &pods);
+    let metrics = ctx.metrics.queues.clone();
+    Box::new(move |stop| Box::pin(ctrl.run(metrics, stop)))
+}
+
+fn start_podgc(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (nodes, pods) = (ctx.informers.get::<Node>(), ctx.informers.get::<Pod>());
+    let gc = Arc::new(podgc::PodGc::new(
+        Arc::new(KubeClient { client: ctx.client.clone() }),
+        nodes.cache(),
+        pods.cache(),
+        ctx.config.terminated_pod_gc_threshold,
+    ));
+    let metrics = ctx.metrics.queues.clone();
+    Box::new(move |stop| Box::pin(gc.run(metrics, stop)))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -373,12 +445,33 @@ mod tests {
 
     #[test]
     fn controllers_flag_is_read_as_upstreams() {
-        assert_eq!(enabled(&["*"]), ["replicaset", "deployment", "serviceaccount", "daemonset"]);
-        assert_eq!(enabled(&["*", "-deployment"]), ["replicaset", "serviceaccount", "daemonset"]);
+        assert_eq!(
+            enabled(&["*"]),
+            [
+                "replicaset",
+                "deployment",
+                "serviceaccount",
+                "daemonset",
+                "nodelifecycle",
+                "taint-eviction-controller",
+                "podgc"
+            ]
+        );
+        assert_eq!(
+            enabled(&["*", "-deployment"])[..3],
+            ["replicaset", "serviceaccount", "daemonset"]
+        );
         assert_eq!(enabled(&["replicaset"]), ["replicaset"]);
         assert_eq!(
             enabled(&["-replicaset-controller", "*"]),
-            ["deployment", "serviceaccount", "daemonset"]
+            [
+                "deployment",
+                "serviceaccount",
+                "daemonset",
+                "nodelifecycle",
+                "taint-eviction-controller",
+                "podgc"
+            ]
         );
         assert!(enabled(&[]).is_empty());
         assert_eq!(
