@@ -267,6 +267,7 @@ fn start_daemonset(
         expectations: Arc::new(Expectations::default()),
         burst_replicas: daemon::BURST_REPLICAS,
         now: jiff::Timestamp::now,
+        failed_pods_backoff: daemon::backoff::Backoff::default(),
     });
     ctrl.register(&ds, &nodes, &pods);
     let (workers, metrics) = (ctx.config.concurrent_daemonset_syncs, ctx.metrics.queues.clone());

@@ -15,8 +15,10 @@
 //! `metadata.name In [node]` ([`util::pin_to_node`]) and the scheduler binds it. Pods are named
 //! `<ds>-` plus the apiserver's five random characters and carry `controller-revision-hash`
 //! (the template's hash, as the Deployment controller computes it) and
-//! `pod-template-generation` labels. No ControllerRevisions are written (history is left).
+//! `pod-template-generation` labels. A pod that keeps failing on a node is replaced at most
+//! once per [`backoff`] period. No ControllerRevisions are written (history is left).
 
+pub mod backoff;
 pub mod plan;
 pub mod status;
 pub mod util;
@@ -70,6 +72,8 @@ pub struct DaemonSetController<C> {
     pub burst_replicas: usize,
     /// The wall clock (availability after `minReadySeconds`); tests set it.
     pub now: fn() -> jiff::Timestamp,
+    /// Deletions of failed pods per DaemonSet, generation and node.
+    pub failed_pods_backoff: backoff::Backoff,
 }
 
 impl<C> std::fmt::Debug for DaemonSetController<C> {
@@ -313,7 +317,22 @@ impl<C: Client<Pod> + Client<DaemonSet>> DaemonSetController<C> {
     ) -> Result<(), SyncError> {
         let ns = key.namespace.clone();
         let about = reference(ds);
+        let mut plan = plan;
+        let now = tokio::time::Instant::now();
+        self.failed_pods_backoff.gc(now);
         for (pod, node) in &plan.failed {
+            let backoff_key = format!(
+                "{}/{}/{node}",
+                ds.metadata.uid.as_deref().unwrap_or_default(),
+                ds.metadata.generation.unwrap_or(0)
+            );
+            if let Some(wait) = self.failed_pods_backoff.remaining(&backoff_key, now) {
+                tracing::debug!(daemonset = %key, %node, ?wait, "deleting the failed pod is backing off");
+                plan.delete.retain(|p| p != pod);
+                self.queue.add_after(key.clone(), wait);
+                continue;
+            }
+            self.failed_pods_backoff.next(&backoff_key, now);
             self.recorder.record(
                 about.clone(),
                 EventType::Warning,

@@ -45,6 +45,7 @@ impl Harness {
             expectations: Arc::default(),
             burst_replicas: BURST_REPLICAS,
             now,
+            failed_pods_backoff: backoff::Backoff::default(),
         });
         ctrl.register(&ds, &nodes, &pods);
         Self { api, ds, nodes, pods, ctrl, events }
@@ -383,7 +384,20 @@ async fn failed_and_surplus_pods_are_deleted_and_replaced() {
     converge(&h).await;
     let placed = h.placed();
     assert_eq!(placed["a"].len(), 1);
-    assert_ne!(placed["a"][0], first);
+    let second = placed["a"][0].clone();
+    assert_ne!(second, first);
+
+    // The replacement fails too, within a second: its deletion waits for the backoff.
+    h.api.edit::<Pod>("ns", &second, |p| {
+        p.status.get_or_insert_default().phase = Some("Failed".into());
+    });
+    h.api.take_actions();
+    h.sync().await.unwrap();
+    assert_eq!(h.deletes(), 0, "backing off");
+    assert!(h.events.take().iter().all(|e| e.1 != "FailedDaemonPod"));
+    tokio::time::advance(Duration::from_secs(3)).await;
+    h.sync().await.unwrap();
+    assert_eq!(h.deletes(), 1, "deleted once the backoff passed");
 }
 
 #[tokio::test(start_paused = true)]
