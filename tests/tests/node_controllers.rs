@@ -2,7 +2,7 @@
 //! against apiserver-lite: a DaemonSet placed by the scheduler on kubelet-less nodes (status
 //! posted by the test) with the real kubectl's `rollout status`, and a joined kubelet on
 //! containerd that stops, whose node goes NotReady and whose pod is evicted at its
-//! `tolerationSeconds`.
+//! `tolerationSeconds`, and recovers when its kubelet returns.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -148,7 +148,8 @@ fn keep_alive(client: kube::Client, node: &'static str) -> tokio::task::JoinHand
 }
 
 #[tokio::test]
-async fn a_node_whose_kubelet_stops_goes_not_ready_and_its_pod_is_evicted_at_its_toleration() {
+async fn a_node_whose_kubelet_stops_goes_not_ready_its_pod_is_evicted_at_its_toleration_and_it_recovers()
+ {
     let mut cluster = JoinedNode::start("node-a").await.unwrap();
     let client = cluster.api.admin_client().await.unwrap();
     let nodes: Api<Node> = Api::all(client.clone());
@@ -168,7 +169,9 @@ async fn a_node_whose_kubelet_stops_goes_not_ready_and_its_pod_is_evicted_at_its
         &[
             "--controllers=node-lifecycle-controller,taint-eviction-controller",
             "--node-monitor-period=1s",
-            "--node-monitor-grace-period=4s",
+            // Longer than the kubelet's Lease renewal interval (a quarter of its 40 s), as
+            // upstream requires, so a live node never flaps.
+            "--node-monitor-grace-period=12s",
         ],
     )
     .unwrap();
@@ -236,12 +239,26 @@ async fn a_node_whose_kubelet_stops_goes_not_ready_and_its_pod_is_evicted_at_its
     assert!(b.spec.and_then(|s| s.taints).unwrap_or_default().is_empty());
     eprintln!(
         "kubelet stopped → NotReady after {not_ready_after:?}, pod evicted after {evicted_after:?} \
-         (grace 4 s, period 1 s, tolerationSeconds 3)"
+         (grace 12 s, period 1 s, tolerationSeconds 3)"
     );
     assert!(
         evicted_after >= not_ready_after + Duration::from_secs(2),
         "evicted before its toleration ran out"
     );
+
+    // The kubelet returns: the node is Ready again and the controller's taints go.
+    cluster.kubelet.restart().unwrap();
+    let back = Instant::now();
+    eventually("node-a Ready without taints", WAIT, POLL, || async {
+        let n = nodes.get("node-a").await.ok()?;
+        let ready =
+            n.status?.conditions?.into_iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        let tainted = n.spec.and_then(|s| s.taints).is_some_and(|t| !t.is_empty());
+        (ready && !tainted).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}\n{}", cluster.logs(&e.to_string()), manager.log_tail(30)));
+    eprintln!("kubelet restarted → Ready and untainted after {:?}", back.elapsed());
     alive.abort();
     drop(manager);
     cluster.stop().await.unwrap();
