@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use leaderelection::{ElectionConfig, LeaderElector, LeaderError};
@@ -263,6 +263,7 @@ fn start_daemonset(
         daemon_sets: ds.cache(),
         nodes: nodes.cache(),
         pods: pods.cache(),
+        revisions: ctx.informers.get::<ControllerRevision>().cache(),
         queue: queue.clone(),
         expectations: Arc::new(Expectations::default()),
         burst_replicas: daemon::BURST_REPLICAS,

@@ -120,6 +120,19 @@ async fn a_daemon_set_runs_one_pod_on_each_node_but_a_tainted_one_and_rolls_out(
         (s.number_ready, s.number_available, s.updated_number_scheduled),
         (3, Some(3), Some(3))
     );
+
+    // The template's ControllerRevision: the real kubectl's history and table.
+    let (ok, out, err) = kubectl(&server, &["rollout", "history", "ds/agent"]);
+    assert!(ok, "{err}");
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["daemonset.apps/agent"], "{out}");
+    assert_eq!(lines[1], ["REVISION", "CHANGE-CAUSE"], "{out}");
+    assert_eq!(lines[2], ["1", "<none>"], "{out}");
+    let (ok, out, err) = kubectl(&server, &["get", "controllerrevisions", "--no-headers"]);
+    assert!(ok, "{err}");
+    let cells: Vec<&str> = out.split_whitespace().collect();
+    assert!(cells[0].starts_with("agent-"), "{out}");
+    assert_eq!(cells[1..3], ["daemonset.apps/agent", "1"], "{out}");
 }
 
 /// Renews `node`'s Lease every 500 ms until dropped (a kubelet that keeps its node alive).

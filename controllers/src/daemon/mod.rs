@@ -16,9 +16,10 @@
 //! `<ds>-` plus the apiserver's five random characters and carry `controller-revision-hash`
 //! (the template's hash, as the Deployment controller computes it) and
 //! `pod-template-generation` labels. A pod that keeps failing on a node is replaced at most
-//! once per [`backoff`] period. No ControllerRevisions are written (history is left).
+//! once per [`backoff`] period. Each template is a ControllerRevision ([`history`]).
 
 pub mod backoff;
+pub mod history;
 pub mod plan;
 pub mod status;
 pub mod util;
@@ -27,7 +28,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
@@ -67,6 +68,7 @@ pub struct DaemonSetController<C> {
     pub daemon_sets: Arc<Cache<DaemonSet>>,
     pub nodes: Arc<Cache<Node>>,
     pub pods: Arc<Cache<Pod>>,
+    pub revisions: Arc<Cache<ControllerRevision>>,
     pub queue: Arc<WorkQueue<Key>>,
     pub expectations: Arc<Expectations>,
     pub burst_replicas: usize,
@@ -108,7 +110,7 @@ fn placement_may_change(old: &Node, new: &Node) -> bool {
     old.metadata.labels != new.metadata.labels || old.spec != new.spec
 }
 
-impl<C: Client<Pod> + Client<DaemonSet>> DaemonSetController<C> {
+impl<C: Client<Pod> + Client<DaemonSet> + Client<ControllerRevision>> DaemonSetController<C> {
     /// Registers the informer handlers that feed the queue.
     pub fn register(
         self: &Arc<Self>,
@@ -240,6 +242,8 @@ impl<C: Client<Pod> + Client<DaemonSet>> DaemonSetController<C> {
         let placements: BTreeMap<String, util::Placement> =
             self.nodes.list_all().iter().map(|n| (n.name_any(), util::placement(&ds, n))).collect();
         let node_pods = self.node_pods(&ds, &selector).await?;
+        let revisions = history::owned(&ds, self.revisions.list(&key.namespace));
+        let current = history::ensure_current(self.client.as_ref(), &ds, &hash, &revisions).await?;
         let (min_ready, now) = (spec.min_ready_seconds.unwrap_or(0), (self.now)());
         let generation = util::template_generation(&ds);
         let desired =
@@ -262,6 +266,25 @@ impl<C: Client<Pod> + Client<DaemonSet>> DaemonSetController<C> {
                     now,
                 );
                 failure = self.sync_nodes(&ds, key, update, &hash).await.err();
+            }
+            if failure.is_none() && self.expectations.satisfied(key) {
+                let all: Vec<Arc<Pod>> = node_pods.values().flatten().cloned().collect();
+                for name in history::to_clean(&ds, &revisions, &current, &all) {
+                    match Client::<ControllerRevision>::delete(
+                        self.client.as_ref(),
+                        &key.namespace,
+                        &name,
+                        None,
+                    )
+                    .await
+                    {
+                        Ok(()) => {
+                            tracing::debug!(daemonset = %key, revision = %name, "old revision deleted")
+                        }
+                        Err(e) if e.is_not_found() => {}
+                        Err(e) => failure = Some(e.into()),
+                    }
+                }
             }
         }
         let st = status::calculate(&ds, &placements, &node_pods, &hash, now);
@@ -429,7 +452,9 @@ impl<C: Client<Pod> + Client<DaemonSet>> DaemonSetController<C> {
     }
 }
 
-impl<C: Client<Pod> + Client<DaemonSet>> crate::worker::Reconcile for DaemonSetController<C> {
+impl<C: Client<Pod> + Client<DaemonSet> + Client<ControllerRevision>> crate::worker::Reconcile
+    for DaemonSetController<C>
+{
     type Error = SyncError;
     async fn sync(&self, key: &Key) -> Result<(), SyncError> {
         DaemonSetController::sync(self, key).await

@@ -18,6 +18,7 @@ struct Harness {
     ds: Arc<Informer<DaemonSet>>,
     nodes: Arc<Informer<Node>>,
     pods: Arc<Informer<Pod>>,
+    revisions: Arc<Informer<ControllerRevision>>,
     ctrl: Arc<DaemonSetController<FakeApi>>,
     events: Arc<MemoryRecorder>,
 }
@@ -35,12 +36,14 @@ impl Harness {
             Arc::new(Informer::default()),
         );
         let events = Arc::new(MemoryRecorder::default());
+        let revisions: Arc<Informer<ControllerRevision>> = Arc::new(Informer::default());
         let ctrl = Arc::new(DaemonSetController {
             client: api.clone(),
             recorder: events.clone(),
             daemon_sets: ds.cache(),
             nodes: nodes.cache(),
             pods: pods.cache(),
+            revisions: revisions.cache(),
             queue: WorkQueue::new(NAME, QueueMetrics::default()),
             expectations: Arc::default(),
             burst_replicas: BURST_REPLICAS,
@@ -48,13 +51,14 @@ impl Harness {
             failed_pods_backoff: backoff::Backoff::default(),
         });
         ctrl.register(&ds, &nodes, &pods);
-        Self { api, ds, nodes, pods, ctrl, events }
+        Self { api, ds, nodes, pods, revisions, ctrl, events }
     }
 
     fn deliver(&self) {
         self.api.deliver(&self.ds);
         self.api.deliver(&self.nodes);
         self.api.deliver(&self.pods);
+        self.api.deliver(&self.revisions);
     }
 
     /// The watch catches up, then one sync.
@@ -64,7 +68,11 @@ impl Harness {
     }
 
     fn pods(&self) -> Vec<Pod> {
-        self.api.list::<Pod>()
+        self.api
+            .list::<Pod>()
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect()
     }
 
     /// Node → names of its pods.
@@ -324,6 +332,37 @@ async fn rolling_update_replaces_at_most_max_unavailable_at_a_time() {
     assert_eq!(images(&h), ["agent:2"; 4]);
     let s = h.status();
     assert_eq!((s.updated_number_scheduled, s.number_available), (Some(4), Some(4)));
+    // One ControllerRevision per template; the current one has the highest number and its
+    // hash is the pods' label.
+    let mut revs: Vec<(i64, String)> = h
+        .api
+        .list::<ControllerRevision>()
+        .into_iter()
+        .map(|r| (r.revision, r.name_any()))
+        .collect();
+    revs.sort();
+    assert_eq!(revs.len(), 2, "{revs:?}");
+    let hash = h.pods()[0].metadata.labels.clone().unwrap()["controller-revision-hash"].clone();
+    assert_eq!(revs[1], (2, format!("d-{hash}")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn history_keeps_revision_history_limit_unused_revisions() {
+    let h = Harness::new();
+    h.api.put(&node("a", &[], &[]));
+    let mut d = daemon_set(rolling(json!(1), json!(0)), json!({}));
+    d.spec.as_mut().unwrap().revision_history_limit = Some(1);
+    h.api.put(&d);
+    for image in ["agent:2", "agent:3", "agent:4"] {
+        converge(&h).await;
+        h.change_template(image);
+    }
+    converge(&h).await;
+    converge(&h).await;
+    let mut revs: Vec<i64> =
+        h.api.list::<ControllerRevision>().into_iter().map(|r| r.revision).collect();
+    revs.sort_unstable();
+    assert_eq!(revs, [3, 4], "the current one and one more");
 }
 
 #[tokio::test(start_paused = true)]
