@@ -102,6 +102,17 @@ pub const RESOURCES: &[ResourceType] = &[
         ["status", "scale"]
     ),
     rt!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, ["ds"], ["all"], ["status"]),
+    rt!(
+        "apps",
+        "v1",
+        "controllerrevisions",
+        "controllerrevision",
+        "ControllerRevision",
+        true,
+        [],
+        [],
+        []
+    ),
     rt!("batch", "v1", "jobs", "job", "Job", true, [], ["all"], ["status"]),
     rt!("batch", "v1", "cronjobs", "cronjob", "CronJob", true, ["cj"], ["all"], ["status"]),
     rt!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, [], [], []),

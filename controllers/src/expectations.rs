@@ -57,6 +57,15 @@ impl Expectations {
         self.lock().insert(key.clone(), Entry { add: 0, del, deletes, at: Instant::now() });
     }
 
+    /// Expects `n` creations and these deletions at once (upstream's `SetExpectations`, as the
+    /// DaemonSet controller uses it).
+    pub fn expect(&self, key: &Key, n: usize, pods: Vec<String>) {
+        let deletes: HashSet<String> = pods.into_iter().collect();
+        let add = i64::try_from(n).unwrap_or(i64::MAX);
+        let del = i64::try_from(deletes.len()).unwrap_or(i64::MAX);
+        self.lock().insert(key.clone(), Entry { add, del, deletes, at: Instant::now() });
+    }
+
     /// A creation was seen (or will never be: a create that failed or was skipped).
     pub fn creation_observed(&self, key: &Key) {
         if let Some(e) = self.lock().get_mut(key) {

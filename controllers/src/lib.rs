@@ -29,6 +29,10 @@
 //! - [`ttl_after_finished`]: finished Jobs deleted `ttlSecondsAfterFinished` later.
 //! - [`job`]: pods for Jobs (completions, parallelism, back-off, deadlines, Indexed, pod
 //!   failure policy, `Complete`/`Failed`).
+//! - [`daemon`]: one pod of each DaemonSet per eligible node (rolling update, on delete).
+//! - [`nodelifecycle`]: silent nodes go Unknown; condition taints; [`nodeapi`]: node writes.
+//! - [`tainteviction`]: pods leave nodes with `NoExecute` taints they do not tolerate.
+//! - [`podgc`]: finished pods over the threshold, orphaned and unscheduled terminating pods.
 //!
 //! [`manager`]: flags → config, leader election, informers, the controllers, stop order.
 
@@ -36,6 +40,7 @@ pub mod client;
 pub mod clock;
 pub mod controller_ref;
 pub mod cronjob;
+pub mod daemon;
 pub mod deployment;
 pub mod events;
 pub mod expectations;
@@ -45,6 +50,9 @@ pub mod job;
 pub mod key;
 pub mod manager;
 pub mod metrics;
+pub mod nodeapi;
+pub mod nodelifecycle;
+pub mod podgc;
 pub mod pods;
 pub mod ranking;
 pub mod rate_limiter;
@@ -53,6 +61,7 @@ pub mod selector;
 pub mod server;
 pub mod serviceaccount;
 pub mod slow_start;
+pub mod tainteviction;
 pub mod throttle;
 pub mod ttl_after_finished;
 pub mod worker;

@@ -12,8 +12,9 @@ use controllers::manager::{self, Config};
 use controllers::server::Serving;
 use leaderelection::ElectionConfig;
 
-/// Runs the ReplicaSet, Deployment, ServiceAccount, Job and CronJob controllers and the garbage
-/// collector. Flags follow upstream's
+/// Runs the ReplicaSet, Deployment, ServiceAccount, Job, CronJob, TTL-after-finished, DaemonSet,
+/// node lifecycle, taint-eviction and pod GC controllers and the garbage collector. Flags follow
+/// upstream's
 /// kube-controller-manager.
 #[derive(Debug, Parser)]
 #[command(version)]
@@ -24,8 +25,10 @@ struct Args {
     /// Controllers to run: `*` (every one on by default), `name` enables, `-name` disables;
     /// comma-separated. Known: replicaset-controller, deployment-controller,
     /// serviceaccount-controller, job-controller, cronjob-controller,
-    /// ttl-after-finished-controller, garbage-collector-controller (or replicaset, deployment,
-    /// serviceaccount, job, cronjob, ttl-after-finished, garbagecollector).
+    /// ttl-after-finished-controller, garbage-collector-controller, daemonset-controller,
+    /// node-lifecycle-controller, taint-eviction-controller, pod-garbage-collector-controller
+    /// (or replicaset, deployment, serviceaccount, job, cronjob, ttl-after-finished,
+    /// garbagecollector, daemonset, nodelifecycle, podgc).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// Take part in leader election on a Lease and run the controllers only while holding it.
@@ -76,6 +79,35 @@ struct Args {
     /// Run the garbage collector (cascading deletion); with it off, owners' dependents stay.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     enable_garbage_collector: bool,
+    /// DaemonSets synced concurrently.
+    #[arg(long, default_value_t = 2)]
+    concurrent_daemonset_syncs: usize,
+    /// How often the node lifecycle controller checks nodes' heartbeats.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    node_monitor_period: Duration,
+    /// How long a node may go without a heartbeat (Lease renewal or status) before its
+    /// conditions are set Unknown.
+    #[arg(long, default_value = "40s", value_parser = humantime::parse_duration)]
+    node_monitor_grace_period: Duration,
+    /// The grace period for a node that has not yet posted a Ready condition.
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    node_startup_grace_period: Duration,
+    /// Nodes per second per zone that get NoExecute taints when the zone is healthy.
+    #[arg(long, default_value_t = 0.1)]
+    node_eviction_rate: f64,
+    /// Nodes per second per zone that get NoExecute taints when the zone is unhealthy (and
+    /// larger than --large-cluster-size-threshold; smaller unhealthy zones get none).
+    #[arg(long, default_value_t = 0.01)]
+    secondary_node_eviction_rate: f64,
+    /// Zones with more nodes than this use --secondary-node-eviction-rate when unhealthy.
+    #[arg(long, default_value_t = 50)]
+    large_cluster_size_threshold: usize,
+    /// The fraction of not-ready nodes (at least 3) that makes a zone unhealthy.
+    #[arg(long, default_value_t = 0.55)]
+    unhealthy_zone_threshold: f64,
+    /// Finished pods kept before the pod GC deletes the oldest; 0 disables that.
+    #[arg(long, default_value_t = 12500)]
+    terminated_pod_gc_threshold: usize,
     /// The HTTPS port for /healthz and /metrics; 0 disables it.
     #[arg(long, default_value_t = 10257)]
     secure_port: u16,
@@ -127,6 +159,17 @@ async fn main() -> anyhow::Result<()> {
         concurrent_ttl_after_finished_syncs: args.concurrent_ttl_after_finished_syncs,
         concurrent_gc_syncs: args.concurrent_gc_syncs,
         enable_garbage_collector: args.enable_garbage_collector,
+        concurrent_daemonset_syncs: args.concurrent_daemonset_syncs,
+        node_lifecycle: controllers::nodelifecycle::Config {
+            monitor_period: args.node_monitor_period,
+            grace_period: args.node_monitor_grace_period,
+            startup_grace_period: args.node_startup_grace_period,
+            eviction_rate: args.node_eviction_rate,
+            secondary_eviction_rate: args.secondary_node_eviction_rate,
+            large_cluster_threshold: args.large_cluster_size_threshold,
+            unhealthy_zone_threshold: args.unhealthy_zone_threshold,
+        },
+        terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
         secure_addr: (args.secure_port != 0)
             .then(|| SocketAddr::new(args.bind_address, args.secure_port)),
         serving: Serving {

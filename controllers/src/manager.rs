@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use leaderelection::{ElectionConfig, LeaderElector, LeaderError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -29,7 +30,10 @@ use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
-use crate::{cronjob, deployment, gc, job, replicaset, serviceaccount, ttl_after_finished, worker};
+use crate::{
+    cronjob, daemon, deployment, gc, job, nodelifecycle, podgc, replicaset, serviceaccount,
+    tainteviction, ttl_after_finished, worker,
+};
 
 /// How long the event writers may take to flush on stop.
 const EVENTS_FLUSH: Duration = Duration::from_secs(5);
@@ -49,6 +53,11 @@ pub struct Config {
     pub concurrent_gc_syncs: usize,
     /// `--enable-garbage-collector`.
     pub enable_garbage_collector: bool,
+    pub concurrent_daemonset_syncs: usize,
+    /// `--node-monitor-period`, `--node-monitor-grace-period`, the eviction rates, ...
+    pub node_lifecycle: nodelifecycle::Config,
+    /// `--terminated-pod-gc-threshold`.
+    pub terminated_pod_gc_threshold: usize,
     /// `None`: `--secure-port=0`, no serving.
     pub secure_addr: Option<SocketAddr>,
     pub serving: Serving,
@@ -142,6 +151,30 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "garbagecollector",
         enabled_by_default: true,
         start: start_gc,
+    },
+    Descriptor {
+        name: "daemonset-controller",
+        alias: "daemonset",
+        enabled_by_default: true,
+        start: start_daemonset,
+    },
+    Descriptor {
+        name: "node-lifecycle-controller",
+        alias: "nodelifecycle",
+        enabled_by_default: true,
+        start: start_nodelifecycle,
+    },
+    Descriptor {
+        name: "taint-eviction-controller",
+        alias: "taint-eviction-controller",
+        enabled_by_default: true,
+        start: start_tainteviction,
+    },
+    Descriptor {
+        name: "pod-garbage-collector-controller",
+        alias: "podgc",
+        enabled_by_default: true,
+        start: start_podgc,
     },
 ];
 
@@ -342,6 +375,77 @@ fn start_gc(ctx: &Context) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'st
     })
 }
 
+fn start_daemonset(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (ds, nodes, pods) =
+        (ctx.informers.get::<DaemonSet>(), ctx.informers.get::<Node>(), ctx.informers.get::<Pod>());
+    let queue = ctx.queue(daemon::NAME);
+    let ctrl = Arc::new(daemon::DaemonSetController {
+        client: Arc::new(KubeClient { client: ctx.client.clone() }),
+        recorder: ctx.recorder(daemon::COMPONENT),
+        daemon_sets: ds.cache(),
+        nodes: nodes.cache(),
+        pods: pods.cache(),
+        revisions: ctx.informers.get::<ControllerRevision>().cache(),
+        queue: queue.clone(),
+        expectations: Arc::new(Expectations::default()),
+        burst_replicas: daemon::BURST_REPLICAS,
+        now: jiff::Timestamp::now,
+        failed_pods_backoff: daemon::backoff::Backoff::default(),
+    });
+    ctrl.register(&ds, &nodes, &pods);
+    let (workers, metrics) = (ctx.config.concurrent_daemonset_syncs, ctx.metrics.queues.clone());
+    Box::new(move |stop| Box::pin(worker::run(daemon::NAME, queue, ctrl, workers, metrics, stop)))
+}
+
+fn start_nodelifecycle(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (nodes, leases, pods) =
+        (ctx.informers.get::<Node>(), ctx.informers.get::<Lease>(), ctx.informers.get::<Pod>());
+    let ctrl = Arc::new(nodelifecycle::NodeLifecycleController::new(
+        Arc::new(KubeClient { client: ctx.client.clone() }),
+        ctx.recorder(nodelifecycle::COMPONENT),
+        nodes.cache(),
+        leases.cache(),
+        pods.cache(),
+        ctx.config.node_lifecycle.clone(),
+        jiff::Timestamp::now,
+    ));
+    let metrics = ctx.metrics.queues.clone();
+    Box::new(move |stop| Box::pin(ctrl.run(metrics, stop)))
+}
+
+fn start_tainteviction(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (nodes, pods) = (ctx.informers.get::<Node>(), ctx.informers.get::<Pod>());
+    let ctrl = Arc::new(tainteviction::TaintEvictionController::new(
+        Arc::new(KubeClient { client: ctx.client.clone() }),
+        ctx.recorder(tainteviction::COMPONENT),
+        nodes.cache(),
+        pods.cache(),
+    ));
+    ctrl.register(&nodes, &pods);
+    let metrics = ctx.metrics.queues.clone();
+    Box::new(move |stop| Box::pin(ctrl.run(metrics, stop)))
+}
+
+fn start_podgc(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (nodes, pods) = (ctx.informers.get::<Node>(), ctx.informers.get::<Pod>());
+    let gc = Arc::new(podgc::PodGc::new(
+        Arc::new(KubeClient { client: ctx.client.clone() }),
+        nodes.cache(),
+        pods.cache(),
+        ctx.config.terminated_pod_gc_threshold,
+    ));
+    let metrics = ctx.metrics.queues.clone();
+    Box::new(move |stop| Box::pin(gc.run(metrics, stop)))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
@@ -476,7 +580,11 @@ mod tests {
                 "job",
                 "cronjob",
                 "ttl-after-finished",
-                "garbagecollector"
+                "garbagecollector",
+                "daemonset",
+                "nodelifecycle",
+                "taint-eviction-controller",
+                "podgc"
             ]
         );
         assert_eq!(
@@ -486,9 +594,12 @@ mod tests {
                 "-job",
                 "-cronjob",
                 "-ttl-after-finished",
-                "-garbagecollector"
+                "-garbagecollector",
+                "-nodelifecycle",
+                "-taint-eviction-controller",
+                "-podgc"
             ]),
-            ["replicaset", "serviceaccount"]
+            ["replicaset", "serviceaccount", "daemonset"]
         );
         assert_eq!(enabled(&["replicaset"]), ["replicaset"]);
         assert_eq!(
@@ -498,9 +609,10 @@ mod tests {
                 "-garbage-collector-controller",
                 "-cronjob-controller",
                 "-ttl-after-finished-controller",
+                "-daemonset-controller",
                 "*"
             ]),
-            ["deployment", "serviceaccount"]
+            ["deployment", "serviceaccount", "nodelifecycle", "taint-eviction-controller", "podgc"]
         );
         assert!(enabled(&[]).is_empty());
         assert_eq!(

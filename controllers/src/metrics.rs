@@ -65,6 +65,16 @@ impl Default for QueueMetrics {
     }
 }
 
+impl QueueMetrics {
+    /// A periodic pass of a controller without a queue (node lifecycle, pod GC), timed as a
+    /// successful sync.
+    pub fn observe_pass(&self, controller: &str, started: std::time::Instant) {
+        self.sync_duration
+            .get_or_create(&SyncLabels { controller: controller.into(), result: "success".into() })
+            .observe(started.elapsed().as_secs_f64());
+    }
+}
+
 /// Refreshes gauges that are computed, not counted (unfinished work), before a scrape.
 pub trait Refresh: Send + Sync {
     fn refresh(&self);

@@ -38,6 +38,7 @@ pub fn row(r: &ResourceType, o: &Value, now: jiff::Timestamp) -> Row {
         ("apps", "deployments") => deployment(o, now),
         ("apps", "replicasets") => replicaset(o, now),
         ("apps", "daemonsets") => daemonset(o, now),
+        ("apps", "controllerrevisions") => controller_revision(o, now),
         ("batch", "jobs") => job(o, now),
         ("batch", "cronjobs") => cronjob(o, now),
         ("", "services") => service(o, now),
@@ -278,6 +279,30 @@ fn daemonset(o: &Value, now: jiff::Timestamp) -> Row {
     ];
     row.extend(template_columns(o));
     row
+}
+
+/// Upstream's `printControllerRevision`: the controller as `<kind>.<group>/<name>`.
+fn controller_revision(o: &Value, now: jiff::Timestamp) -> Row {
+    let owner = o["metadata"]["ownerReferences"]
+        .as_array()
+        .and_then(|refs| refs.iter().find(|r| r["controller"] == json!(true)));
+    let controller = owner.map_or_else(
+        || "<none>".to_string(),
+        |r| {
+            let group = s(&r["apiVersion"]).rsplit_once('/').map(|(g, _)| g.to_string());
+            let kind = s(&r["kind"]).to_lowercase();
+            match group {
+                Some(g) => format!("{kind}.{g}/{}", s(&r["name"])),
+                None => format!("{kind}/{}", s(&r["name"])),
+            }
+        },
+    );
+    vec![
+        name(o),
+        (col("Controller", "string", 0), json!(controller)),
+        (col("Revision", "integer", 0), int(&o["revision"])),
+        age_of(o, now),
+    ]
 }
 
 /// Whether a Job condition of `kind` is there and `True` (the first of that type decides).
