@@ -105,14 +105,23 @@ async fn main() -> anyhow::Result<()> {
     let window = Duration::from_secs(arg("--window-seconds", 60));
     let samples = usize::try_from(arg("--latency-pods", 50)).unwrap_or(50);
     let node = JoinedNode::start(NODE).await?;
+    let result = run(&node, window, samples).await;
+    if let Err(e) = &result {
+        eprintln!("bench failed: {e:#}");
+    }
+    node.stop().await?;
+    result
+}
+
+async fn run(node: &JoinedNode, window: Duration, samples: usize) -> anyhow::Result<()> {
     let pods: Api<Pod> = Api::namespaced(node.api.admin_client().await?, "default");
 
     println!("== cost: {PODS} pods, {window:?} window");
     create_all(&pods, "plain", false).await?;
-    cost(&node, &format!("{PODS} pods, no probes"), window).await?;
+    cost(node, &format!("{PODS} pods, no probes"), window).await?;
     delete_all(&pods).await?;
     let names = create_all(&pods, "probed", true).await?;
-    cost(&node, &format!("{PODS} pods, httpGet readiness + exec liveness at 1 s"), window).await?;
+    cost(node, &format!("{PODS} pods, httpGet readiness + exec liveness at 1 s"), window).await?;
 
     println!("== readiness latency: server answers 200 -> Ready=True seen by a watch");
     let seen: Readiness = Arc::default();
@@ -138,13 +147,29 @@ async fn main() -> anyhow::Result<()> {
         seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(name).copied()
     };
     let mut latencies = Vec::new();
+    let restarts: i32 = pods
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .flat_map(|p| p.status.iter().flat_map(|s| s.container_statuses.iter().flatten()))
+        .map(|c| c.restart_count)
+        .sum();
+    println!("restarts during the probed window (liveness timeouts): {restarts}");
     for name in names.iter().take(samples) {
-        let p = pods.get(name).await?;
-        let id = p
-            .status
-            .and_then(|s| s.container_statuses)
-            .and_then(|c| c.first().and_then(|c| c.container_id.clone()))
-            .context("container id")?;
+        // The running container (a liveness timeout under load may have replaced it).
+        let id = eventually(
+            "a running container",
+            Duration::from_secs(30),
+            Duration::from_millis(50),
+            || async {
+                let p = pods.get(name).await.ok()?;
+                let c = p.status?.container_statuses?.into_iter().next()?;
+                c.state?.running?;
+                c.container_id
+            },
+        )
+        .await?;
         let id = id.split_once("://").map_or(id.as_str(), |(_, i)| i).to_string();
         let exec = |cmd: &str| cri::ExecSyncRequest {
             container_id: id.clone(),
@@ -172,6 +197,5 @@ async fn main() -> anyhow::Result<()> {
     summary("readiness latency (period 1 s)", latencies);
     println!("p99 - period: {:.1} ms", percentile(&sorted, 99.0) - 1000.0);
     delete_all(&pods).await?;
-    node.stop().await?;
     Ok(())
 }
