@@ -263,14 +263,33 @@ async fn a_deployment_rolls_to_a_new_template_never_below_min_available_and_roll
     let rs_stream = watcher(rss.clone(), watcher::Config::default());
     let rs_watch = tokio::spawn(async move {
         let mut stream = std::pin::pin!(rs_stream);
+        // A relist (Init, InitApply…, InitDone) is one snapshot: summed only once it is whole,
+        // never half old and half new.
+        let mut relisted: Option<BTreeMap<String, i32>> = None;
         while let Some(Ok(e)) = stream.next().await {
             let mut w = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let watcher::Event::Apply(rs) | watcher::Event::InitApply(rs) = e {
+            let size = |rs: &ReplicaSet| {
                 let n = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
-                w.replicas.insert(rs.metadata.name.clone().unwrap_or_default(), n);
-                let total = w.replicas.values().sum();
-                w.max_replicas = w.max_replicas.max(total);
+                (rs.metadata.name.clone().unwrap_or_default(), n)
+            };
+            match e {
+                watcher::Event::Init => relisted = Some(BTreeMap::new()),
+                watcher::Event::InitApply(rs) => {
+                    let (name, n) = size(&rs);
+                    relisted.get_or_insert_default().insert(name, n);
+                    continue;
+                }
+                watcher::Event::InitDone => w.replicas = relisted.take().unwrap_or_default(),
+                watcher::Event::Apply(rs) => {
+                    let (name, n) = size(&rs);
+                    w.replicas.insert(name, n);
+                }
+                watcher::Event::Delete(rs) => {
+                    w.replicas.remove(&size(&rs).0);
+                }
             }
+            let total = w.replicas.values().sum();
+            w.max_replicas = w.max_replicas.max(total);
         }
     });
     eventually("the watch to see 4 ready pods", WAIT, POLL, || async {
@@ -303,7 +322,7 @@ async fn a_deployment_rolls_to_a_new_template_never_below_min_available_and_roll
     {
         let w = watched.lock().unwrap();
         assert!(w.min_ready.unwrap_or(0) >= 3, "fell below replicas - maxUnavailable: {w:?}");
-        assert!(w.max_replicas <= 5, "above replicas + maxSurge: {w:?}");
+        assert!(w.max_replicas <= 5, "above replicas + maxSurge: {w:?}\n{}", c.logs("the rollout"));
     }
     watch.abort();
     rs_watch.abort();
