@@ -9,6 +9,7 @@
 //!   bucket; [`worker`] runs N workers over a queue.
 //! - [`expectations`]: creates and deletes asked for and not yet seen.
 //! - [`selector`], [`pods`]: label selectors; pod readiness, availability, owner references.
+//! - [`pod_control`]: pod writes controllers share (upstream's `PodControl`).
 //! - [`controller_ref`]: adopting and releasing (one controller per object).
 //! - [`ranking`]: which pods to delete first; [`slow_start`]: batches of 1, 2, 4, ….
 //! - [`clock`]: the wall clock behind a trait (a fake for tests).
@@ -52,6 +53,7 @@ pub mod manager;
 pub mod metrics;
 pub mod nodeapi;
 pub mod nodelifecycle;
+pub mod pod_control;
 pub mod podgc;
 pub mod pods;
 pub mod ranking;

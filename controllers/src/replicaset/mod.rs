@@ -30,6 +30,7 @@ use crate::events::{EventType, Recorder, reference};
 use crate::expectations::Expectations;
 use crate::informers::{Cache, Change, Informer};
 use crate::key::Key;
+use crate::pod_control::delete_pod;
 use crate::pods::{self, controller_of, pod_key};
 use crate::ranking;
 use crate::selector::Selector;
@@ -341,36 +342,8 @@ impl<C: Client<Pod> + Client<ReplicaSet>> ReplicaSetController<C> {
             self.expectations.expect_deletions(key, victims.iter().map(|p| pod_key(p)).collect());
             tracing::debug!(replicaset = %key, need = desired, deleting = diff, "too many replicas");
             let results = futures::future::join_all(victims.iter().map(|p| {
-                let about = about.clone();
-                async move {
-                    let name = p.name_any();
-                    match Client::<Pod>::delete(self.client.as_ref(), &key.namespace, &name, None)
-                        .await
-                    {
-                        Ok(()) => {
-                            self.recorder.record(
-                                about,
-                                EventType::Normal,
-                                "SuccessfulDelete",
-                                format!("Deleted pod: {name}"),
-                            );
-                            Ok(())
-                        }
-                        Err(e) => {
-                            self.expectations.deletion_observed(key, &pod_key(p));
-                            if e.is_not_found() {
-                                return Ok(());
-                            }
-                            self.recorder.record(
-                                about,
-                                EventType::Warning,
-                                "FailedDelete",
-                                format!("Error deleting: {e}"),
-                            );
-                            Err(e)
-                        }
-                    }
-                }
+                let (client, recorder) = (self.client.as_ref(), self.recorder.as_ref());
+                delete_pod(client, recorder, &self.expectations, key, p, about.clone())
             }))
             .await;
             if let Some(e) = results.into_iter().find_map(Result::err) {
