@@ -4,7 +4,7 @@
 # with probes (httpGet readiness + exec liveness, both every second), and the readiness latency
 # from a server answering 200 to Ready=True seen by a watch (50 pods).
 # Results go to stdout; BENCHMARKS.md records them with the machine and date.
-# Options: --window-seconds N (default 60), --latency-pods N (50).
+# Options: --window-seconds N (default 60), --latency-pods N (50), --http-only (no exec probes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then
