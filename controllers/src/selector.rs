@@ -1,91 +1,29 @@
-//! Label selectors (`metav1.LabelSelector`) as upstream's `LabelSelectorAsSelector`:
-//! `matchLabels` and `matchExpressions` (`In`, `NotIn`, `Exists`, `DoesNotExist`), all required.
-//! An empty selector matches nothing here: apps/v1 rejects empty selectors, so a controller must
-//! never read one as "every pod in the namespace".
+//! A controller's label selector: upstream's `LabelSelectorAsSelector`
+//! (`api::validation::selector`, the one the apiserver validates with), read with the
+//! controllers' rule that an empty selector matches nothing: apps/v1 rejects empty selectors,
+//! so a controller must never read one as "every pod in the namespace".
 
 use std::collections::BTreeMap;
 
+use api::validation::selector::{InvalidSelector, Selector as LabelSelectorMatcher};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SelectorError {
-    #[error("{operator:?} is not a valid label selector operator (key {key})")]
-    Operator { key: String, operator: String },
-    #[error("values for key {key} with operator {operator} must be {what}")]
-    Values { key: String, operator: String, what: &'static str },
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Requirement {
-    Equals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Selector {
-    requirements: Vec<Requirement>,
-}
+pub struct Selector(LabelSelectorMatcher);
 
 impl Selector {
-    pub fn new(s: &LabelSelector) -> Result<Self, SelectorError> {
-        let mut requirements: Vec<Requirement> = s
-            .match_labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| Requirement::Equals(k.clone(), v.clone()))
-            .collect();
-        for e in s.match_expressions.iter().flatten() {
-            let values = e.values.clone().unwrap_or_default();
-            let (key, op) = (e.key.clone(), e.operator.clone());
-            let needs = |ok: bool, what| {
-                if ok {
-                    Ok(())
-                } else {
-                    Err(SelectorError::Values { key: key.clone(), operator: op.clone(), what })
-                }
-            };
-            requirements.push(match e.operator.as_str() {
-                "In" => {
-                    needs(!values.is_empty(), "non-empty")?;
-                    Requirement::In(key.clone(), values)
-                }
-                "NotIn" => {
-                    needs(!values.is_empty(), "non-empty")?;
-                    Requirement::NotIn(key.clone(), values)
-                }
-                "Exists" => {
-                    needs(values.is_empty(), "empty")?;
-                    Requirement::Exists(key.clone())
-                }
-                "DoesNotExist" => {
-                    needs(values.is_empty(), "empty")?;
-                    Requirement::DoesNotExist(key.clone())
-                }
-                _ => return Err(SelectorError::Operator { key, operator: op }),
-            });
-        }
-        Ok(Self { requirements })
+    pub fn new(s: &LabelSelector) -> Result<Self, InvalidSelector> {
+        LabelSelectorMatcher::from_label_selector(Some(s)).map(Self)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.requirements.is_empty()
+        self.0.is_empty()
     }
 
+    /// Whether an object with these labels is selected; never, for an empty selector.
     pub fn matches(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-        if self.requirements.is_empty() {
-            return false;
-        }
-        let get = |k: &str| labels.and_then(|l| l.get(k));
-        self.requirements.iter().all(|r| match r {
-            Requirement::Equals(k, v) => get(k) == Some(v),
-            Requirement::In(k, vs) => get(k).is_some_and(|v| vs.contains(v)),
-            Requirement::NotIn(k, vs) => get(k).is_none_or(|v| !vs.contains(v)),
-            Requirement::Exists(k) => get(k).is_some(),
-            Requirement::DoesNotExist(k) => get(k).is_none(),
-        })
+        const NONE: &BTreeMap<String, String> = &BTreeMap::new();
+        !self.is_empty() && self.0.matches(labels.unwrap_or(NONE))
     }
 }
 
@@ -135,9 +73,8 @@ mod tests {
             }]),
             ..Default::default()
         };
-        assert_eq!(
-            Selector::new(&bad),
-            Err(SelectorError::Operator { key: "k".into(), operator: "Near".into() })
+        assert!(
+            Selector::new(&bad).is_err_and(|e| e.to_string().contains("\"Near\" is not a valid"))
         );
     }
 }
