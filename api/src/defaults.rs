@@ -84,6 +84,16 @@ pub fn default_pod(pod: &mut Pod) {
         if let Some(s) = v.secret.as_mut() {
             s.default_mode.get_or_insert(0o644);
         }
+        if let Some(d) = v.downward_api.as_mut() {
+            d.default_mode.get_or_insert(0o644);
+        }
+        if let Some(p) = v.projected.as_mut() {
+            p.default_mode.get_or_insert(0o644);
+            for t in p.sources.iter_mut().flatten().filter_map(|s| s.service_account_token.as_mut())
+            {
+                t.expiration_seconds.get_or_insert(3600);
+            }
+        }
         if let Some(h) = v.host_path.as_mut() {
             h.type_.get_or_insert_with(String::new);
         }

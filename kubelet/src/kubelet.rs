@@ -19,11 +19,15 @@ use crate::config::file::FileSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
 use crate::events::{self, Recorder};
+use crate::fieldpath::Allocatable;
 use crate::mirror::MirrorSync;
 use crate::node_status::machine::ReadingSource;
 use crate::node_status::reporter::NodeStatusReporter;
 use crate::node_status::{MachineInfo, NodeFacts};
 use crate::nodelease::LeaseController;
+use crate::objects::api::ApiWatcher;
+use crate::objects::watch::WatchBasedManager;
+use crate::objects::{ObjectManager, ObjectSources};
 use crate::pleg::{self, Pleg, PlegHealth, RuntimePods};
 use crate::pod_workers::{PodWorkers, WorkQueue, WorkerContext};
 use crate::prober::{ProbeManager, ProbeResults, ProberContext};
@@ -32,6 +36,10 @@ use crate::server::{self, ServerState};
 use crate::status::StatusManager;
 use crate::status::sync::StatusSync;
 use crate::sync_loop::{Inputs, SyncLoop};
+use crate::token::TokenManager;
+use crate::token::api::ApiTokenSource;
+use crate::volume::VolumeManager;
+use crate::volume::mount::HostMounter;
 
 /// The address the node uses for outbound traffic (no packet is sent).
 fn host_ip() -> Option<String> {
@@ -112,6 +120,25 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     };
     let machine = MachineInfo::read(Path::new("/"));
     let host_ip = config.node_ip.map(|ip| ip.to_string()).or_else(host_ip);
+    let (objects_tx, objects_rx) = mpsc::unbounded_channel();
+    let api_objects: Option<Arc<dyn ObjectManager>> = client.as_ref().map(|client| {
+        let watcher = Arc::new(ApiWatcher { client: client.clone() });
+        let manager = WatchBasedManager::new(watcher, objects_tx, tasks.clone(), child.clone());
+        Arc::new(manager) as Arc<dyn ObjectManager>
+    });
+    let volumes = VolumeManager {
+        root_dir: config.root_dir.clone(),
+        mounter: Arc::new(HostMounter),
+        objects: ObjectSources { api: api_objects.clone() },
+        tokens: client.as_ref().map(|client| {
+            Arc::new(TokenManager::new(Arc::new(ApiTokenSource { client: client.clone() })))
+        }),
+        // No reservations are configured: allocatable is the capacity.
+        allocatable: Allocatable {
+            cpu_millis: i128::try_from(machine.cpus).unwrap_or(0) * 1000,
+            memory_bytes: i128::from(machine.memory_bytes),
+        },
+    };
     let runtime = Arc::new(RuntimeManager::new(
         cri.clone(),
         RuntimeConfig {
@@ -127,6 +154,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         },
         Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
         recorder.clone(),
+        volumes,
     ));
     let statuses = Arc::new(StatusManager::default());
     let queue = Arc::new(WorkQueue::default());
@@ -266,7 +294,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         resync: config.sync_frequency,
     });
     let workers = PodWorkers::new(ctx, child.child_token());
-    let sync_loop = SyncLoop::new(
+    let mut sync_loop = SyncLoop::new(
         workers,
         prober,
         probe_results,
@@ -277,7 +305,16 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         recorder,
         config.max_pods,
     );
-    let inputs = Inputs { config: updates_rx, pleg: pleg_rx, done: done_rx, runtime_pods: pods_rx };
+    if let Some(objects) = api_objects {
+        sync_loop = sync_loop.with_objects(objects);
+    }
+    let inputs = Inputs {
+        config: updates_rx,
+        pleg: pleg_rx,
+        done: done_rx,
+        runtime_pods: pods_rx,
+        objects: objects_rx,
+    };
     notify_ready();
     tracing::info!(node = %config.node_name, "kubelet started");
     sync_loop.run(inputs, child.clone()).await;

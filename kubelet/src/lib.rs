@@ -7,7 +7,13 @@
 //! - [`pod_workers`]: one task per pod; `Syncing → Terminating → Terminated`.
 //! - [`prober`]: liveness, readiness and startup probes (exec, httpGet, tcpSocket, grpc).
 //! - [`active_deadline`]: the `activeDeadlineSeconds` of pods.
-//! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, images, backoff).
+//! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, env, images,
+//!   backoff).
+//! - [`volume`]: pod volumes (emptyDir, hostPath, configMap, secret, downwardAPI, projected),
+//!   the atomic writer and tmpfs mounts.
+//! - [`objects`]: the ConfigMaps and Secrets pods reference, one watch per object.
+//! - [`token`]: service account tokens for projected volumes, cached and refreshed.
+//! - [`fieldpath`]: pod fields and container resources by path (env, downward API).
 //! - [`pleg`]: relisting the runtime into pod lifecycle events.
 //! - [`mirror`]: mirror pods, the apiserver's reflection of static pods.
 //! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
@@ -22,10 +28,12 @@ pub mod active_deadline;
 pub mod cm;
 pub mod config;
 pub mod events;
+pub mod fieldpath;
 pub mod kubelet;
 pub mod mirror;
 pub mod node_status;
 pub mod nodelease;
+pub mod objects;
 pub mod pleg;
 pub mod pod_workers;
 pub mod prober;
@@ -33,6 +41,8 @@ pub mod runtime;
 pub mod server;
 pub mod status;
 pub mod sync_loop;
+pub mod token;
+pub mod volume;
 
 pub use kubelet::run;
 

@@ -1,6 +1,8 @@
 //! The sync loop: one `select!` over config updates, PLEG events, a sync ticker, a housekeeping
-//! ticker and finished workers, each read as a [`SyncLoopEvent`] and dispatched to its handler,
-//! as upstream's `syncLoopIteration`.
+//! ticker, finished workers and changed ConfigMaps and Secrets, each read as a
+//! [`SyncLoopEvent`] and dispatched to its handler, as upstream's `syncLoopIteration`. The loop
+//! registers each API pod's references with the object manager as the pod is added or
+//! updated, and unregisters them when it goes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::mux::SourcesReady;
 use crate::config::{Op, PodUpdate, Source};
 use crate::events::{ObjectRef, Recorder};
+use crate::objects::ObjectManager;
 use crate::pleg::{PodLifecycleEvent, RuntimePods};
 use crate::pod_workers::{PodWorkers, Work, WorkQueue};
 use crate::prober::{ProbeManager, ProbeResults, ProbeUpdate};
@@ -47,6 +50,9 @@ pub enum SyncLoopEvent {
     WorkerDone(String),
     /// Probe verdicts changed (readiness, liveness, startup).
     ProbeResults(Vec<ProbeUpdate>),
+    /// A ConfigMap or Secret these pods reference changed (or was first read after a pod
+    /// waited for it): their files and environment are brought up to date.
+    ObjectsChanged(Vec<String>),
 }
 
 /// The channels the loop reads.
@@ -56,6 +62,8 @@ pub struct Inputs {
     pub pleg: mpsc::Receiver<PodLifecycleEvent>,
     pub done: mpsc::UnboundedReceiver<String>,
     pub runtime_pods: watch::Receiver<RuntimePods>,
+    /// Pods to sync because an object they reference changed.
+    pub objects: mpsc::UnboundedReceiver<Vec<String>>,
 }
 
 /// The kubelet's core: the desired pods and the workers that make them so.
@@ -72,6 +80,8 @@ pub struct SyncLoop {
     sources_ready: Arc<SourcesReady>,
     recorder: Recorder,
     max_pods: usize,
+    /// The apiserver's ConfigMaps and Secrets, for API pods (`None` standalone).
+    objects: Option<Arc<dyn ObjectManager>>,
 }
 
 /// Whether every source's first pods have been handled here. The mux queues a source's updates
@@ -109,6 +119,27 @@ impl SyncLoop {
             sources_ready,
             recorder,
             max_pods: max_pods as usize,
+            objects: None,
+        }
+    }
+
+    /// Keeps the objects API pods reference through `objects`.
+    pub fn with_objects(mut self, objects: Arc<dyn ObjectManager>) -> Self {
+        self.objects = Some(objects);
+        self
+    }
+
+    /// Registers what an API pod references (static pods read no API objects).
+    fn track_objects(&self, pod: &Pod) {
+        let from_file = crate::status::manager::source_of(pod) == Some(Source::File);
+        if let (Some(objects), false) = (&self.objects, from_file) {
+            objects.register_pod(pod);
+        }
+    }
+
+    fn untrack_objects(&self, uid: &str) {
+        if let Some(objects) = &self.objects {
+            objects.unregister_pod(uid);
         }
     }
 
@@ -127,6 +158,7 @@ impl SyncLoop {
                 Some(u) = inputs.config.recv() => SyncLoopEvent::Config(u),
                 Some(e) = inputs.pleg.recv() => SyncLoopEvent::Pleg(e),
                 Some(uid) = inputs.done.recv() => SyncLoopEvent::WorkerDone(uid),
+                Some(uids) = inputs.objects.recv() => SyncLoopEvent::ObjectsChanged(uids),
                 _ = sync_ticker.tick() => SyncLoopEvent::SyncTick,
                 _ = housekeeping.tick() => SyncLoopEvent::Housekeeping,
             };
@@ -172,6 +204,13 @@ impl SyncLoop {
                     }
                 }
             }
+            SyncLoopEvent::ObjectsChanged(uids) => {
+                for uid in uids {
+                    if let Some(pod) = self.pods.get(&uid) {
+                        self.workers.update(&uid, Work::Sync(pod.clone()));
+                    }
+                }
+            }
             SyncLoopEvent::WorkerDone(uid) => {
                 self.workers.remove(&uid);
                 match self.pods.get(&uid) {
@@ -194,6 +233,9 @@ impl SyncLoop {
                     if pod.metadata.deletion_timestamp.is_some() =>
                 {
                     let known = self.pods.remove(&uid).is_some();
+                    if known {
+                        self.untrack_objects(&uid);
+                    }
                     if known || self.workers.contains(&uid) {
                         self.statuses.set_pod(pod.clone());
                         let grace = grace_period_of_deleted(&pod);
@@ -202,6 +244,7 @@ impl SyncLoop {
                 }
                 Op::Update | Op::Reconcile | Op::Delete => {
                     if self.pods.contains_key(&uid) {
+                        self.track_objects(&pod);
                         self.pods.insert(uid.clone(), pod.clone());
                         self.statuses.set_pod(pod.clone());
                         self.workers.update(&uid, Work::Sync(pod));
@@ -210,6 +253,7 @@ impl SyncLoop {
                 Op::Remove => {
                     let forced = update.source == Source::Api;
                     if self.pods.remove(&uid).is_some() {
+                        self.untrack_objects(&uid);
                         let grace = if forced { FORCED_GRACE } else { grace_period(&pod) };
                         self.terminate(&uid, pod, Some(grace));
                     } else if forced && self.workers.contains(&uid) {
@@ -249,6 +293,7 @@ impl SyncLoop {
             self.statuses.set_status(&uid, status, std::time::SystemTime::now());
             return;
         }
+        self.track_objects(&pod);
         self.pods.insert(uid.clone(), pod.clone());
         self.probes.add_pod(&pod);
         self.workers.update(&uid, Work::Sync(pod));

@@ -360,9 +360,8 @@ fn validate_env(env: &[EnvVar], path: &Path, errs: &mut ErrorList) {
         let p = path.index(j);
         if e.name.is_empty() {
             errs.push(FieldError::required(&p.child("name"), ""));
-        } else if e.name.chars().any(|c| !(' '..='~').contains(&c) || c == '=') {
-            let msg = "a valid environment variable name must consist only of printable ASCII characters other than '='";
-            errs.push(FieldError::invalid(&p.child("name"), &e.name, msg));
+        } else {
+            invalid_each(errs, &p.child("name"), &e.name, names::env_var_name(&e.name));
         }
         let Some(from) = &e.value_from else { continue };
         let vp = p.child("valueFrom");

@@ -152,6 +152,22 @@ pub fn c_identifier(v: &str) -> Vec<String> {
     }
 }
 
+/// `IsRelaxedEnvVarName` (upstream's rule since `RelaxedEnvironmentVariableValidation`): not
+/// empty, printable ASCII other than `=`.
+pub fn env_var_name(v: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if v.is_empty() {
+        errs.push("environment variable name must not be empty".to_string());
+    }
+    if v.chars().any(|c| !(' '..='~').contains(&c) || c == '=') {
+        errs.push(
+            "a valid environment variable name must consist only of printable ASCII characters other than '='"
+                .to_string(),
+        );
+    }
+    errs
+}
+
 /// `IsValidPortName` (IANA service name).
 pub fn port_name(v: &str) -> Vec<String> {
     let mut errs = Vec::new();

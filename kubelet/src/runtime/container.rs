@@ -1,6 +1,7 @@
 //! Container configs for CRI, generated from the pod spec as upstream's `generateContainerConfig`:
-//! command and args with `$(VAR)` expansion, env (with downward-API fields), mounts, log path,
-//! resources by QoS, security context, and the labels and annotations the kubelet reads back.
+//! command and args with `$(VAR)` expansion against the environment ([`super::env`]), mounts,
+//! log path, resources by QoS, security context, and the labels and annotations the kubelet
+//! reads back.
 
 use std::collections::HashMap;
 
@@ -69,92 +70,10 @@ pub struct ContainerContext<'a> {
     pub restart_count: u32,
     /// The image id the pull resolved to.
     pub image_ref: &'a str,
-    pub pod_ip: Option<&'a str>,
-    pub host_ip: Option<&'a str>,
+    /// The environment, resolved by [`super::env::environment`].
+    pub envs: Vec<cri::KeyValue>,
     pub mounts: Vec<cri::Mount>,
     pub memory_capacity: u64,
-}
-
-/// Why a container config cannot be built (upstream's `CreateContainerConfigError`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
-
-fn field_ref(pod: &Pod, path: &str, ctx: &ContainerContext<'_>) -> Result<String, ConfigError> {
-    let m = &pod.metadata;
-    let spec = pod.spec.as_ref();
-    let sub = |prefix: &str| path.strip_prefix(prefix).and_then(|r| r.strip_suffix("']"));
-    Ok(match path {
-        "metadata.name" => m.name.clone().unwrap_or_default(),
-        "metadata.namespace" => m.namespace.clone().unwrap_or_default(),
-        "metadata.uid" => m.uid.clone().unwrap_or_default(),
-        "spec.nodeName" => spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
-        "spec.serviceAccountName" => {
-            spec.and_then(|s| s.service_account_name.clone()).unwrap_or_default()
-        }
-        "status.podIP" | "status.podIPs" => ctx.pod_ip.unwrap_or_default().to_string(),
-        "status.hostIP" | "status.hostIPs" => ctx.host_ip.unwrap_or_default().to_string(),
-        _ => {
-            if let Some(k) = sub("metadata.labels['") {
-                m.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default()
-            } else if let Some(k) = sub("metadata.annotations['") {
-                m.annotations.as_ref().and_then(|a| a.get(k)).cloned().unwrap_or_default()
-            } else {
-                return Err(ConfigError(format!("unsupported fieldRef {path:?}")));
-            }
-        }
-    })
-}
-
-fn resource_field(c: &Container, resource: &str) -> Result<String, ConfigError> {
-    let (list, name) = resource
-        .split_once('.')
-        .ok_or_else(|| ConfigError(format!("unsupported resourceFieldRef {resource:?}")))?;
-    let r = c.resources.as_ref();
-    let q = match list {
-        "limits" => r.and_then(|r| r.limits.as_ref()).and_then(|l| l.get(name)),
-        "requests" => r.and_then(|r| r.requests.as_ref()).and_then(|l| l.get(name)),
-        _ => return Err(ConfigError(format!("unsupported resourceFieldRef {resource:?}"))),
-    };
-    let q = q.map(|q| Quantity::parse(&q.0)).transpose().map_err(|e| ConfigError(e.to_string()))?;
-    // Upstream reports cores rounded up for cpu and bytes for memory.
-    Ok(match (name, q) {
-        ("cpu", Some(q)) => ((q.milli_value() + 999) / 1000).to_string(),
-        (_, Some(q)) => q.value().to_string(),
-        ("cpu", None) => "1".into(),
-        (_, None) => "0".into(),
-    })
-}
-
-/// The container's environment, each value expanded against those before it.
-pub fn environment(ctx: &ContainerContext<'_>) -> Result<Vec<cri::KeyValue>, ConfigError> {
-    let mut vars: HashMap<String, String> = HashMap::new();
-    let mut out = Vec::new();
-    for e in ctx.container.env.iter().flatten() {
-        let value = match &e.value_from {
-            None => expand(e.value.as_deref().unwrap_or_default(), &vars),
-            Some(from) => {
-                if let Some(f) = &from.field_ref {
-                    field_ref(ctx.pod, &f.field_path, ctx)?
-                } else if let Some(r) = &from.resource_field_ref {
-                    resource_field(ctx.container, &r.resource)?
-                } else {
-                    return Err(ConfigError(format!(
-                        "env {:?}: configMapKeyRef and secretKeyRef need the API server; a static pod may not reference API objects",
-                        e.name
-                    )));
-                }
-            }
-        };
-        vars.insert(e.name.clone(), value.clone());
-        out.push(cri::KeyValue { key: e.name.clone(), value });
-    }
-    if ctx.container.env_from.as_ref().is_some_and(|e| !e.is_empty()) {
-        return Err(ConfigError(
-            "envFrom needs the API server; a static pod may not reference API objects".into(),
-        ));
-    }
-    Ok(out)
 }
 
 /// Upstream's OOM score for a container of a pod with this QoS.
@@ -238,10 +157,10 @@ pub fn container_labels(pod: &Pod, name: &str) -> HashMap<String, String> {
 }
 
 /// Builds the CRI config for one container start.
-pub fn container_config(ctx: ContainerContext<'_>) -> Result<cri::ContainerConfig, ConfigError> {
+pub fn container_config(ctx: ContainerContext<'_>) -> cri::ContainerConfig {
     let c = ctx.container;
     let spec = ctx.pod.spec.as_ref();
-    let envs = environment(&ctx)?;
+    let envs = ctx.envs;
     let vars: HashMap<String, String> =
         envs.iter().map(|kv| (kv.key.clone(), kv.value.clone())).collect();
     let expand_all =
@@ -269,7 +188,7 @@ pub fn container_config(ctx: ContainerContext<'_>) -> Result<cri::ContainerConfi
             serde_json::to_string(ports).unwrap_or_default(),
         );
     }
-    Ok(cri::ContainerConfig {
+    cri::ContainerConfig {
         metadata: Some(cri::ContainerMetadata { name: c.name.clone(), attempt: ctx.restart_count }),
         image: Some(cri::ImageSpec {
             image: ctx.image_ref.to_string(),
@@ -292,7 +211,7 @@ pub fn container_config(ctx: ContainerContext<'_>) -> Result<cri::ContainerConfi
             security_context: Some(security_context(ctx.pod, c)),
         }),
         ..Default::default()
-    })
+    }
 }
 
 #[cfg(test)]
@@ -338,18 +257,13 @@ mod tests {
     }
 
     #[test]
-    fn env_resolves_fields_and_expands_in_order() {
+    fn command_and_args_expand_against_the_environment() {
         let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "web-n", "namespace": "default", "uid": "u1", "labels": {"app": "web"}},
+            "metadata": {"name": "web-n", "namespace": "default", "uid": "u1"},
             "spec": {"nodeName": "n", "containers": [{
                 "name": "c", "image": "x:1",
-                "env": [
-                    {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                    {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-                    {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
-                    {"name": "GREETING", "value": "hi $(POD) at $(IP)"},
-                ],
                 "command": ["echo", "$(GREETING)"],
+                "args": ["$(MISSING)", "$$(GREETING)"],
             }]},
         }))
         .unwrap();
@@ -359,17 +273,14 @@ mod tests {
             container,
             restart_count: 2,
             image_ref: "sha256:abc",
-            pod_ip: Some("10.1.0.5"),
-            host_ip: None,
+            envs: vec![cri::KeyValue { key: "GREETING".into(), value: "hi".into() }],
             mounts: vec![],
             memory_capacity: 1 << 30,
         };
-        let cfg = container_config(ctx).unwrap();
-        let env: HashMap<_, _> =
-            cfg.envs.iter().map(|kv| (kv.key.as_str(), kv.value.as_str())).collect();
-        assert_eq!(env["GREETING"], "hi web-n at 10.1.0.5");
-        assert_eq!(env["APP"], "web");
-        assert_eq!(cfg.command, ["echo", "hi web-n at 10.1.0.5"]);
+        let cfg = container_config(ctx);
+        assert_eq!(cfg.envs.len(), 1);
+        assert_eq!(cfg.command, ["echo", "hi"]);
+        assert_eq!(cfg.args, ["$(MISSING)", "$(GREETING)"]);
         assert_eq!(cfg.log_path, "c/2.log");
         assert_eq!(cfg.metadata.unwrap().attempt, 2);
         assert_eq!(cfg.annotations[keys::CONTAINER_RESTART_COUNT], "2");

@@ -6,12 +6,14 @@
 //! - [`sandbox`] and [`container`]: CRI configs from the pod spec.
 //! - [`images`]: pulls by pull policy with ImagePullBackOff.
 //!
-//! [`backoff`] counts CrashLoopBackOff; [`volumes`] prepares emptyDir and hostPath; [`logs`]
-//! reads container logs in the CRI format.
+//! [`backoff`] counts CrashLoopBackOff; [`env`] builds a container's environment (pod fields,
+//! resources, ConfigMaps and Secrets); [`volumes`] makes a container's CRI mounts from the
+//! pod's volumes ([`crate::volume`]); [`logs`] reads container logs in the CRI format.
 
 pub mod actions;
 pub mod backoff;
 pub mod container;
+pub mod env;
 pub mod hooks;
 pub mod images;
 pub mod logs;
@@ -32,6 +34,7 @@ use proto::{CallError, CriClient, cri};
 
 use crate::cm::{CgroupLayout, Cgroups};
 use crate::events::{ObjectRef, Recorder};
+use crate::volume::{self as pod_volume, TeardownError, VolumeManager};
 use status::{ContainerInfo, ContainerState, PodRuntimeStatus, container_info, sandbox_info};
 
 /// Upstream's floor on a container's stop grace period when it is restarted.
@@ -56,6 +59,8 @@ pub struct KillOptions<'a> {
 pub enum RuntimeError {
     #[error("pod {uid}: {source}")]
     Cri { uid: String, source: CallError },
+    #[error(transparent)]
+    Volumes(#[from] TeardownError),
 }
 
 /// Everything the runtime manager needs to know about the node.
@@ -82,6 +87,8 @@ pub struct RuntimeManager {
     pub recorder: Recorder,
     restarts: Mutex<backoff::Backoff>,
     images: images::ImageManager,
+    /// Pod volumes, and the objects and tokens they (and env vars) read.
+    pub volumes: VolumeManager,
     /// Bounds how many pods are being created (sandbox and first containers) at once. The
     /// runtime's work per sandbox (shim, runc, CNI) is CPU-bound; a bounded pipeline brings the
     /// first pods up in a fraction of the time an unbounded burst takes, and the last no later.
@@ -103,6 +110,7 @@ impl RuntimeManager {
         config: RuntimeConfig,
         cgroupfs: Arc<dyn Cgroups>,
         recorder: Recorder,
+        volumes: VolumeManager,
     ) -> Self {
         let runtime_name = cri.version().runtime_name.clone();
         Self {
@@ -113,6 +121,7 @@ impl RuntimeManager {
             recorder,
             restarts: Mutex::new(backoff::Backoff::restarts()),
             images: images::ImageManager::default(),
+            volumes,
             creations: tokio::sync::Semaphore::new(creation_limit()),
         }
     }
@@ -285,7 +294,9 @@ impl RuntimeManager {
     /// records and logs, as upstream's `SyncTerminatedPod`: its volumes and cgroup (its sandbox
     /// was stopped when it finished). The containers go when the pod is removed.
     pub fn release_pod(&self, uid: &str) {
-        remove_dir_logged(&volumes::pod_volumes_dir(&self.config.root_dir, uid));
+        if let Err(e) = self.volumes.unmount_pod(uid) {
+            tracing::warn!(uid, error = %e, "releasing the pod's volumes; retried when it is removed");
+        }
         for cgroup in self.config.cgroups.all_pod_cgroups(uid) {
             if let Err(e) = self.cgroupfs.remove(&cgroup) {
                 tracing::warn!(uid, error = %e, "removing the pod cgroup");
@@ -311,7 +322,8 @@ impl RuntimeManager {
             let logs = self.config.pod_logs_dir.join(format!("{}_{}_{uid}", s.namespace, s.name));
             remove_dir_logged(&logs);
         }
-        remove_dir_logged(&volumes::pod_dir(&self.config.root_dir, uid));
+        self.volumes.unmount_pod(uid)?;
+        remove_dir_logged(&pod_volume::pod_dir(&self.config.root_dir, uid));
         for cgroup in self.config.cgroups.all_pod_cgroups(uid) {
             if let Err(e) = self.cgroupfs.remove(&cgroup) {
                 tracing::warn!(uid, error = %e, "removing the pod cgroup");

@@ -9,11 +9,14 @@ use proto::cri;
 
 use super::actions::{KillAction, compute_pod_actions, is_sidecar};
 use super::container::{ContainerContext, container_config};
+use super::env::{self, EnvContext};
 use super::sandbox::{pod_log_dir, sandbox_config};
 use super::status::{ContainerState, PodRuntimeStatus};
 use super::{MIN_GRACE, RuntimeError, RuntimeManager, volumes};
 use crate::events::ObjectRef;
+use crate::fieldpath::PodAddresses;
 use crate::prober::ProbeResults;
+use crate::volume::PodVolumes;
 
 /// Why a container is not running, as its status shows (`state.waiting`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +81,7 @@ struct StartContext<'a> {
     sandbox_id: &'a str,
     sandbox_config: &'a cri::PodSandboxConfig,
     pod_ip: Option<&'a str>,
-    volumes: &'a std::collections::HashMap<String, std::path::PathBuf>,
+    volumes: &'a PodVolumes,
 }
 
 impl RuntimeManager {
@@ -167,27 +170,25 @@ impl RuntimeManager {
             (actions.sandbox_id.clone().unwrap_or_default(), status.ip().map(str::to_string))
         };
 
-        let volumes = match volumes::prepare(pod, &self.config.root_dir) {
-            Ok(v) => v,
-            Err(e) => {
-                let message =
-                    format!("MountVolume.SetUp failed for volume {:?} : {}", e.volume, e.reason);
-                self.recorder.warning(&ObjectRef::pod(pod), "FailedMount", message);
-                let spec = pod.spec.as_ref();
-                for c in spec
-                    .into_iter()
-                    .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()))
-                {
-                    out.waiting.insert(
-                        c.name.clone(),
-                        Waiting::new("CreateContainerConfigError", e.to_string()),
-                    );
-                }
+        let starts =
+            !actions.init_containers_to_start.is_empty() || !actions.containers_to_start.is_empty();
+        let mounted = self.volumes.mount_pod(pod).await;
+        for e in &mounted.errors {
+            tracing::warn!(error = %e, "setting up a volume");
+            let message =
+                format!("MountVolume.SetUp failed for volume {:?} : {}", e.volume, e.reason);
+            self.recorder.warning(&ObjectRef::pod(pod), "FailedMount", message);
+        }
+        if !mounted.errors.is_empty() {
+            // As upstream, nothing starts before every volume is set up (the containers wait
+            // in ContainerCreating); running containers carry on.
+            if starts {
                 out.requeue(ERROR_REQUEUE);
-                out.status = self.pod_status(uid).await?;
-                return Ok(out);
             }
-        };
+            out.status = if acted { self.pod_status(uid).await? } else { status };
+            return Ok(out);
+        }
+        let volumes = mounted.volumes;
         let ctx = StartContext {
             pod,
             status: &status,
@@ -337,17 +338,24 @@ impl RuntimeManager {
         let message_mount = volumes::termination_message_mount(&self.config.root_dir, uid, c)
             .map_err(|e| config_error(format!("creating the termination message file: {e}")))?;
         mounts.extend(message_mount);
+        let env = EnvContext {
+            pod,
+            container: c,
+            addresses: PodAddresses { pod_ip: ctx.pod_ip, host_ip: self.config.host_ip.as_deref() },
+            allocatable: self.volumes.allocatable,
+            objects: &self.volumes.objects,
+            recorder: &self.recorder,
+        };
+        let envs = env::environment(&env).await.map_err(|e| config_error(e.to_string()))?;
         let config = container_config(ContainerContext {
             pod,
             container: c,
             restart_count,
             image_ref: &image_ref,
-            pod_ip: ctx.pod_ip,
-            host_ip: self.config.host_ip.as_deref(),
+            envs,
             mounts,
             memory_capacity: self.config.memory_capacity,
-        })
-        .map_err(|e| config_error(e.to_string()))?;
+        });
         let create = cri::CreateContainerRequest {
             pod_sandbox_id: ctx.sandbox_id.to_string(),
             config: Some(config),
