@@ -8,6 +8,7 @@
 //! - [`prober`]: liveness, readiness and startup probes (exec, httpGet, tcpSocket, grpc).
 //! - [`active_deadline`]: the `activeDeadlineSeconds` of pods.
 //! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, images, backoff).
+//! - [`credentialprovider`]: image pull credentials: pull secrets' and the node's keyring.
 //! - [`pleg`]: relisting the runtime into pod lifecycle events.
 //! - [`mirror`]: mirror pods, the apiserver's reflection of static pods.
 //! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
@@ -21,6 +22,7 @@
 pub mod active_deadline;
 pub mod cm;
 pub mod config;
+pub mod credentialprovider;
 pub mod events;
 pub mod kubelet;
 pub mod mirror;

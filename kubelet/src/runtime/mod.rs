@@ -4,7 +4,8 @@
 //! - [`actions`]: `compute_pod_actions`, the pure plan for one sync.
 //! - [`sync`]: executes the plan: sandbox, init containers one by one, app containers.
 //! - [`sandbox`] and [`container`]: CRI configs from the pod spec.
-//! - [`images`]: pulls by pull policy with ImagePullBackOff.
+//! - [`images`]: pulls by pull policy with ImagePullBackOff, with the credentials of
+//!   [`pull_secrets`] (fetched from the apiserver) and the node's config.
 //!
 //! [`backoff`] counts CrashLoopBackOff; [`volumes`] prepares emptyDir and hostPath; [`logs`]
 //! reads container logs in the CRI format.
@@ -15,6 +16,7 @@ pub mod container;
 pub mod hooks;
 pub mod images;
 pub mod logs;
+pub mod pull_secrets;
 pub mod sandbox;
 pub mod status;
 pub mod sync;
@@ -98,13 +100,19 @@ fn filter_by_uid(uid: &str) -> HashMap<String, String> {
 }
 
 impl RuntimeManager {
+    /// `secrets`: where pods' image pull secrets come from (`None`: no apiserver).
     pub fn new(
         cri: CriClient,
         config: RuntimeConfig,
         cgroupfs: Arc<dyn Cgroups>,
         recorder: Recorder,
+        secrets: Option<Arc<dyn pull_secrets::SecretSource>>,
     ) -> Self {
         let runtime_name = cri.version().runtime_name.clone();
+        let node_keyring = crate::credentialprovider::NodeKeyring::new(
+            crate::credentialprovider::node::SearchPaths::upstream(&config.root_dir),
+            crate::credentialprovider::node::LIFETIME,
+        );
         Self {
             cri,
             config,
@@ -112,7 +120,7 @@ impl RuntimeManager {
             cgroupfs,
             recorder,
             restarts: Mutex::new(backoff::Backoff::restarts()),
-            images: images::ImageManager::default(),
+            images: images::ImageManager::new(node_keyring, secrets),
             creations: tokio::sync::Semaphore::new(creation_limit()),
         }
     }
