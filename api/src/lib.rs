@@ -8,6 +8,7 @@
 //! - [`quantity`]: resource quantities, parsed exactly.
 //! - [`qos`]: the pod QoS class.
 //! - [`keys`]: well-known label and annotation keys.
+//! - [`secret`]: Secret types, their required keys, the size limit of Secrets and ConfigMaps.
 //! - [`static_pod`]: static pod naming and UIDs.
 
 pub mod cron;
@@ -16,5 +17,6 @@ pub mod defaults;
 pub mod keys;
 pub mod qos;
 pub mod quantity;
+pub mod secret;
 pub mod static_pod;
 pub mod validation;

@@ -226,7 +226,7 @@ fn metadata() {
     ));
     p.metadata.labels = None;
     p.metadata.annotations = Some([("big".to_string(), "x".repeat(300_000))].into_iter().collect());
-    assert_eq!(errors(&p), ["metadata.annotations: Too long: may not be more than 262144 bytes"]);
+    assert_eq!(errors(&p), ["metadata.annotations: Too long: must have at most 262144 bytes"]);
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! The image store: references normalised as containerd does, pulls from an imaginary registry
-//! that has every well-formed reference unless a test says otherwise.
+//! that has every well-formed reference unless a test says otherwise (missing, or behind
+//! credentials).
 
 use std::collections::{BTreeMap, HashSet};
 
+use base64::Engine;
 use proto::cri;
 use sha2::{Digest, Sha256};
 
@@ -100,6 +102,8 @@ pub(crate) struct ImageStore {
     /// By image id (`sha256:<hex>`).
     images: BTreeMap<String, cri::Image>,
     unpullable: HashSet<String>,
+    /// Registries (domains) whose pulls need this username and password.
+    protected: BTreeMap<String, (String, String)>,
 }
 
 impl ImageStore {
@@ -160,6 +164,24 @@ impl ImageStore {
 
     pub(crate) fn pullable(&self, r: &ImageRef) -> bool {
         !self.unpullable.contains(&r.name)
+    }
+
+    pub(crate) fn protect(&mut self, domain: &str, username: &str, password: &str) {
+        self.protected.insert(domain.to_string(), (username.to_string(), password.to_string()));
+    }
+
+    /// Whether `auth` may pull `r`: any may from an unprotected registry; from a protected one,
+    /// its username and password (given as such or as `auth`, base64 of `user:password`).
+    pub(crate) fn authorized(&self, r: &ImageRef, auth: Option<&cri::AuthConfig>) -> bool {
+        let domain = r.name.split('/').next().unwrap_or_default();
+        let Some((user, password)) = self.protected.get(domain) else { return true };
+        let Some(auth) = auth else { return false };
+        let basic = base64::engine::general_purpose::STANDARD
+            .decode(&auth.auth)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok());
+        (&auth.username == user && &auth.password == password)
+            || basic.as_deref() == Some(&format!("{user}:{password}"))
     }
 }
 

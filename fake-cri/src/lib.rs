@@ -143,6 +143,12 @@ impl FakeRuntime {
         Ok(())
     }
 
+    /// Pulls from registry `domain` (`127.0.0.1:5000`, `docker.io`) need `username` and
+    /// `password` from now on, as from a registry with basic authentication.
+    pub fn require_auth(&self, domain: &str, username: &str, password: &str) {
+        lock(&self.inner.images).protect(domain, username, password);
+    }
+
     /// Every container, in any state (what `crictl ps -a` shows).
     pub fn containers(&self) -> Vec<cri::Container> {
         lock(&self.inner.store).list_containers(None)

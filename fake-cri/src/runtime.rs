@@ -405,14 +405,23 @@ impl FakeRuntime {
         })
     }
 
-    pub(crate) fn pull_image(&self, spec: Option<&cri::ImageSpec>) -> Result<String, Status> {
+    pub(crate) fn pull_image(
+        &self,
+        spec: Option<&cri::ImageSpec>,
+        auth: Option<&cri::AuthConfig>,
+    ) -> Result<String, Status> {
         let given = spec.map(|s| s.image.as_str()).unwrap_or_default();
         let r = ImageRef::parse(given).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let mut images = lock(&self.inner.images);
+        let reference = r.tagged().or_else(|| r.digested()).unwrap_or_default();
         if !images.pullable(&r) {
             return Err(Status::unknown(format!(
-                "failed to pull and unpack image {given:?}: failed to resolve reference {:?}: not found",
-                r.tagged().or_else(|| r.digested()).unwrap_or_default()
+                "failed to pull and unpack image {given:?}: failed to resolve reference {reference:?}: not found"
+            )));
+        }
+        if !images.authorized(&r, auth) {
+            return Err(Status::unknown(format!(
+                "failed to pull and unpack image {given:?}: failed to resolve reference {reference:?}: pull access denied, repository does not exist or may require authorization: authorization failed: 401 Unauthorized"
             )));
         }
         Ok(images.insert(&r).id)

@@ -332,7 +332,7 @@ impl ImageService for FakeRuntime {
 
     async fn pull_image(&self, r: Request<cri::PullImageRequest>) -> Reply<cri::PullImageResponse> {
         self.gate(Rpc::PullImage).await?;
-        let image_ref = self.pull_image(r.get_ref().image.as_ref())?;
+        let image_ref = self.pull_image(r.get_ref().image.as_ref(), r.get_ref().auth.as_ref())?;
         Ok(Response::new(cri::PullImageResponse { image_ref }))
     }
 

@@ -155,6 +155,10 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
         recorder.clone(),
         volumes,
+        client.as_ref().map(|c| {
+            Arc::new(crate::runtime::pull_secrets::ApiSecrets(c.clone()))
+                as Arc<dyn crate::runtime::pull_secrets::SecretSource>
+        }),
     ));
     let statuses = Arc::new(StatusManager::default());
     let queue = Arc::new(WorkQueue::default());

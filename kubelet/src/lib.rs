@@ -8,12 +8,13 @@
 //! - [`prober`]: liveness, readiness and startup probes (exec, httpGet, tcpSocket, grpc).
 //! - [`active_deadline`]: the `activeDeadlineSeconds` of pods.
 //! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, env, images,
-//!   backoff).
+//!   pull secrets, backoff).
 //! - [`volume`]: pod volumes (emptyDir, hostPath, configMap, secret, downwardAPI, projected),
 //!   the atomic writer and tmpfs mounts.
 //! - [`objects`]: the ConfigMaps and Secrets pods reference, one watch per object.
 //! - [`token`]: service account tokens for projected volumes, cached and refreshed.
 //! - [`fieldpath`]: pod fields and container resources by path (env, downward API).
+//! - [`credentialprovider`]: image pull credentials: pull secrets' and the node's keyring.
 //! - [`pleg`]: relisting the runtime into pod lifecycle events.
 //! - [`mirror`]: mirror pods, the apiserver's reflection of static pods.
 //! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
@@ -27,6 +28,7 @@
 pub mod active_deadline;
 pub mod cm;
 pub mod config;
+pub mod credentialprovider;
 pub mod events;
 pub mod fieldpath;
 pub mod kubelet;

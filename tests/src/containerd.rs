@@ -20,8 +20,8 @@ pub const SANDBOX_IMAGE: &str = "localhost/pause:1.0";
 
 #[derive(Debug, Clone, Default)]
 pub struct ContainerdOptions {
-    /// A plain-HTTP registry on loopback that CRI pulls may use.
-    pub registry: Option<SocketAddr>,
+    /// Plain-HTTP registries on loopback that CRI pulls may use.
+    pub registries: Vec<SocketAddr>,
 }
 
 /// A running private containerd. Stop it with [`Containerd::stop`]; dropping it tears down too.
@@ -112,7 +112,7 @@ impl Containerd {
         let registry_dir = path.join("certs.d");
         std::fs::create_dir_all(path.join("cni"))?;
         std::fs::create_dir_all(&registry_dir)?;
-        if let Some(addr) = options.registry {
+        for addr in options.registries {
             let host = registry_dir.join(addr.to_string());
             std::fs::create_dir_all(&host)?;
             std::fs::write(

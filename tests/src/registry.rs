@@ -1,5 +1,6 @@
 //! A loopback OCI registry (Debian's `docker-registry`) with the offline test images pushed by
-//! `skopeo`, so CRI `PullImage` is exercised for real.
+//! `skopeo`, so CRI `PullImage` is exercised for real; optionally one that wants basic
+//! authentication from an htpasswd file (bcrypt), for image pull credentials.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -17,7 +18,13 @@ pub struct Registry {
     dir: tempfile::TempDir,
     addr: SocketAddr,
     child: Option<Child>,
+    /// The username and password it wants, if any.
+    credentials: Option<(String, String)>,
 }
+
+/// bcrypt's lowest cost: the registry checks the password on every request, and a test makes
+/// many.
+const BCRYPT_COST: u32 = 4;
 
 /// A free loopback port (bound and released; the registry binds it right after).
 fn free_port() -> anyhow::Result<SocketAddr> {
@@ -39,12 +46,32 @@ pub fn http_get(addr: SocketAddr, path: &str, timeout: Duration) -> std::io::Res
 impl Registry {
     /// Starts the registry and waits until `/v2/` answers.
     pub fn start() -> anyhow::Result<Self> {
+        Self::start_with(None)
+    }
+
+    /// Starts a registry that answers only requests with basic authentication as `username`
+    /// and `password` (the distribution registry's `auth: htpasswd`, over plain HTTP on
+    /// loopback).
+    pub fn start_with_htpasswd(username: &str, password: &str) -> anyhow::Result<Self> {
+        Self::start_with(Some((username.to_string(), password.to_string())))
+    }
+
+    fn start_with(credentials: Option<(String, String)>) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-registry-").tempdir_in("/tmp")?;
         let addr = free_port()?;
-        let config = format!(
+        let mut config = format!(
             "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n",
             dir.path().join("data").display()
         );
+        if let Some((user, password)) = &credentials {
+            let hash = bcrypt::hash(password, BCRYPT_COST).context("bcrypt the password")?;
+            let file = dir.path().join("htpasswd");
+            std::fs::write(&file, format!("{user}:{hash}\n"))?;
+            config.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: e2e\n    path: {}\n",
+                file.display()
+            ));
+        }
         std::fs::write(dir.path().join("config.yml"), config)?;
         let log = std::fs::File::create(dir.path().join("registry.log"))?;
         let child = Command::new("docker-registry")
@@ -55,10 +82,14 @@ impl Registry {
             .stderr(log)
             .spawn()
             .context("start docker-registry (hack/install-deps.sh installs it)")?;
-        let mut me = Self { dir, addr, child: Some(child) };
+        let mut me = Self { dir, addr, child: Some(child), credentials };
         let deadline = Instant::now() + Duration::from_secs(20);
+        // Without credentials a protected registry answers 401: it is up all the same.
+        let ready = if me.credentials.is_some() { 401 } else { 200 };
         loop {
-            if let Ok((200, _)) = http_get(addr, "/v2/", Duration::from_secs(1)) {
+            if let Ok((code, _)) = http_get(addr, "/v2/", Duration::from_secs(1))
+                && code == ready
+            {
                 return Ok(me);
             }
             if let Some(status) = me.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
@@ -89,20 +120,43 @@ impl Registry {
         let out = self.dir.path().join("archives");
         let mut pushed = Vec::new();
         for (image, archive) in images::write_archives(&out, Path::new(images::DEFAULT_BUSYBOX))? {
-            let dest = format!("docker://{}", self.reference(image));
-            let output = Command::new("skopeo")
-                .args(["--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false"])
-                .arg(format!("oci-archive:{}", archive.display()))
-                .arg(&dest)
-                .output()
-                .context("run skopeo")?;
-            if !output.status.success() {
-                bail!("skopeo copy to {dest} failed: {}", String::from_utf8_lossy(&output.stderr));
-            }
+            self.copy(&archive, image.repository_and_tag())?;
             let digest = image.build(Path::new(images::DEFAULT_BUSYBOX))?.manifest_digest()?;
             pushed.push((image, digest));
         }
         Ok(pushed)
+    }
+
+    /// Pushes one test image as `repository` (`team/busybox:1.35`); returns the reference to
+    /// pull it by.
+    pub fn push_test_image_as(&self, image: TestImage, repository: &str) -> anyhow::Result<String> {
+        let out = self.dir.path().join("archives");
+        let archives = images::write_archives(&out, Path::new(images::DEFAULT_BUSYBOX))?;
+        let (_, archive) = archives
+            .into_iter()
+            .find(|(i, _)| *i == image)
+            .with_context(|| format!("no archive of {image:?}"))?;
+        self.copy(&archive, repository)?;
+        Ok(format!("{}/{repository}", self.addr))
+    }
+
+    /// `skopeo copy` of an OCI archive to `repository` here, with the registry's credentials.
+    fn copy(&self, archive: &Path, repository: &str) -> anyhow::Result<()> {
+        let dest = format!("docker://{}/{repository}", self.addr);
+        let mut skopeo = Command::new("skopeo");
+        skopeo.args(["--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false"]);
+        if let Some((user, password)) = &self.credentials {
+            skopeo.arg("--dest-creds").arg(format!("{user}:{password}"));
+        }
+        let output = skopeo
+            .arg(format!("oci-archive:{}", archive.display()))
+            .arg(&dest)
+            .output()
+            .context("run skopeo")?;
+        if !output.status.success() {
+            bail!("skopeo copy to {dest} failed: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(())
     }
 }
 

@@ -130,8 +130,14 @@ impl FieldError {
         )
     }
 
+    /// Upstream's `TooLong`: a value over `max` bytes (the value is never shown).
     pub fn too_long(field: &Path, max: usize) -> Self {
-        Self::new(ErrorKind::TooLong, field, None, format!("may not be more than {max} bytes"))
+        Self::new(ErrorKind::TooLong, field, None, format!("must have at most {max} bytes"))
+    }
+
+    /// Upstream's `TooLongMaxLength`: a string over `max` characters.
+    pub fn too_long_max_length(field: &Path, max: usize) -> Self {
+        Self::new(ErrorKind::TooLong, field, None, format!("may not be longer than {max}"))
     }
 
     /// The message as a `StatusCause` carries it (without the field).

@@ -15,6 +15,9 @@ const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
+const CONFIG_MAP_KEY_MSG: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
 const C_IDENTIFIER_FMT: &str = "[A-Za-z_][A-Za-z0-9_]*";
 const C_IDENTIFIER_MSG: &str = "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric characters or '_'";
 
@@ -139,6 +142,29 @@ pub fn label_value(v: &str) -> Vec<String> {
     errs
 }
 
+/// `IsConfigMapKey`: a key of a ConfigMap's or Secret's data, which becomes a file name, so
+/// it may not be `.`, `..` or start with `..`.
+pub fn config_map_key(v: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if v.len() > DNS1123_SUBDOMAIN_MAX {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX));
+    }
+    if v.is_empty() || !v.bytes().all(|c| c.is_ascii_alphanumeric() || b"-._".contains(&c)) {
+        errs.push(regex_error(
+            CONFIG_MAP_KEY_MSG,
+            CONFIG_MAP_KEY_FMT,
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    match v {
+        "." => errs.push("must not be '.'".to_string()),
+        ".." => errs.push("must not be '..'".to_string()),
+        _ if v.starts_with("..") => errs.push("must not start with '..'".to_string()),
+        _ => {}
+    }
+    errs
+}
+
 /// `IsCIdentifier`.
 pub fn c_identifier(v: &str) -> Vec<String> {
     let b = v.as_bytes();
@@ -230,6 +256,25 @@ mod tests {
         assert!(label_value("").is_empty() && label_value("v1.2_x").is_empty());
         assert_eq!(label_value(&"v".repeat(64)).len(), 1);
         assert_eq!(label_value("bad value").len(), 1);
+    }
+
+    #[test]
+    fn config_keys_are_file_names_that_cannot_climb() {
+        for ok in ["key.name", "KEY_NAME", "key-name", ".hidden", "a..b", ".dockerconfigjson"] {
+            assert!(config_map_key(ok).is_empty(), "{ok}");
+        }
+        assert_eq!(
+            config_map_key("a b"),
+            [
+                "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+            ]
+        );
+        assert_eq!(config_map_key("."), ["must not be '.'"]);
+        assert_eq!(config_map_key(".."), ["must not be '..'"]);
+        assert_eq!(config_map_key("..data"), ["must not start with '..'"]);
+        assert_eq!(config_map_key("a/b").len(), 1);
+        assert_eq!(config_map_key(""), config_map_key(" "));
+        assert_eq!(config_map_key(&"k".repeat(254)), [max_len_error(253)]);
     }
 
     #[test]

@@ -4,13 +4,17 @@
 //!
 //! - this file: the lifecycle every kind shares, and [`Rules`], the one place a resource type
 //!   is mapped to the room that holds its kind's rules;
-//! - [`core`]: pods, namespaces, services, secrets;
+//! - [`core`]: pods, namespaces, services;
+//! - [`secret`]: Secrets (`stringData`, types, immutability);
+//! - [`config_map`]: ConfigMaps (keys, size, immutability);
 //! - [`apps`]: Deployments, ReplicaSets, DaemonSets;
 //! - [`batch`]: Jobs and CronJobs.
 
 mod apps;
 mod batch;
+mod config_map;
 mod core;
+mod secret;
 
 use api::validation::{ErrorList, Path};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
@@ -39,6 +43,7 @@ enum Rules {
     Namespace,
     Service,
     Secret,
+    ConfigMap,
     Deployment,
     ReplicaSet,
     DaemonSet,
@@ -54,6 +59,7 @@ fn rules(r: &ResourceType) -> Rules {
         ("", "Namespace") => Rules::Namespace,
         ("", "Service") => Rules::Service,
         ("", "Secret") => Rules::Secret,
+        ("", "ConfigMap") => Rules::ConfigMap,
         ("apps", "Deployment") => Rules::Deployment,
         ("apps", "ReplicaSet") => Rules::ReplicaSet,
         ("apps", "DaemonSet") => Rules::DaemonSet,
@@ -119,19 +125,31 @@ fn decode_typed<T: DeserializeOwned + Serialize>(
     r: &ResourceType,
     obj: Value,
 ) -> Result<(Value, Vec<String>), ApiError> {
-    let decoded = api::decode::decode::<T>(obj).map_err(|e| {
+    decode_converted::<T>(r, obj, |_| {})
+}
+
+/// [`decode_typed`], with `convert` applied to the typed object (upstream's conversion to its
+/// internal type, for the kinds where that changes something).
+fn decode_converted<T: DeserializeOwned + Serialize>(
+    r: &ResourceType,
+    obj: Value,
+    convert: impl FnOnce(&mut T),
+) -> Result<(Value, Vec<String>), ApiError> {
+    let mut decoded = api::decode::decode::<T>(obj).map_err(|e| {
         ApiError::bad_request(format!(
             "{} in version {:?} cannot be handled as a {}: {e}",
             r.kind, r.version, r.kind
         ))
     })?;
+    convert(&mut decoded.value);
     let value =
         serde_json::to_value(decoded.value).map_err(|e| ApiError::internal(e.to_string()))?;
     Ok((value, decoded.unknown_fields))
 }
 
 /// Decodes `obj` as the resource's type: wrong types fail with the field path, unknown fields are
-/// reported (and dropped, as upstream stores only what the type holds).
+/// reported (and dropped, as upstream stores only what the type holds). A Secret's `stringData`
+/// is merged into its `data` here, so no rule, store or reader ever sees it.
 pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiError> {
     match (r.group, r.kind) {
         ("", "Pod") => decode_typed::<Pod>(r, obj),
@@ -141,7 +159,7 @@ pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiE
         ("", "Service") => decode_typed::<Service>(r, obj),
         ("", "Endpoints") => decode_typed::<Endpoints>(r, obj),
         ("", "ConfigMap") => decode_typed::<ConfigMap>(r, obj),
-        ("", "Secret") => decode_typed::<Secret>(r, obj),
+        ("", "Secret") => decode_converted::<Secret>(r, obj, secret::merge_string_data),
         ("", "ServiceAccount") => decode_typed::<ServiceAccount>(r, obj),
         ("apps", "Deployment") => decode_typed::<Deployment>(r, obj),
         ("apps", "ReplicaSet") => decode_typed::<ReplicaSet>(r, obj),
@@ -219,10 +237,7 @@ pub fn apply_defaults(r: &ResourceType, obj: &mut Value) -> Result<(), ApiError>
             set_default(obj, &["status", "phase"], json!("Active"));
             Ok(())
         }
-        Rules::Secret => {
-            set_default(obj, &["type"], json!("Opaque"));
-            Ok(())
-        }
+        Rules::Secret => with_typed(obj, secret::default_secret),
         Rules::Service => {
             core::default_service(obj);
             Ok(())
@@ -232,7 +247,7 @@ pub fn apply_defaults(r: &ResourceType, obj: &mut Value) -> Result<(), ApiError>
         Rules::DaemonSet => with_typed(obj, apps::default_daemon_set),
         Rules::Job => with_typed(obj, batch::default_job),
         Rules::CronJob => with_typed(obj, batch::default_cron_job),
-        Rules::Plain => Ok(()),
+        Rules::ConfigMap | Rules::Plain => Ok(()),
     }
 }
 
@@ -251,7 +266,9 @@ pub fn prepare_for_create(r: &ResourceType, obj: &mut Value) -> Result<(), ApiEr
             obj["status"] = json!({});
             Ok(())
         }
-        Rules::Namespace | Rules::Service | Rules::Secret | Rules::Plain => Ok(()),
+        Rules::Namespace | Rules::Service | Rules::Secret | Rules::ConfigMap | Rules::Plain => {
+            Ok(())
+        }
     }
 }
 
@@ -282,6 +299,13 @@ fn validate_meta(r: &ResourceType, obj: &Value) -> ErrorList {
     errs
 }
 
+/// The metadata's errors, then the kind's own.
+fn with_meta(r: &ResourceType, obj: &Value, kind: ErrorList) -> ErrorList {
+    let mut errs = validate_meta(r, obj);
+    errs.extend(kind);
+    errs
+}
+
 fn invalid(r: &ResourceType, obj: &Value, errs: ErrorList) -> Result<(), ApiError> {
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     errs.into_result().map_err(|e| ApiError::invalid(r, name, &e))
@@ -299,7 +323,9 @@ pub fn validate(r: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         Rules::DaemonSet => apps::validate_daemon_set(&typed(obj)?, None),
         Rules::Job => batch::validate_job(&typed(obj)?, None),
         Rules::CronJob => batch::validate_cron_job(&typed(obj)?, None),
-        Rules::Namespace | Rules::Service | Rules::Secret | Rules::Plain => validate_meta(r, obj),
+        Rules::Secret => with_meta(r, obj, secret::validate(&typed(obj)?)),
+        Rules::ConfigMap => with_meta(r, obj, config_map::validate(&typed(obj)?)),
+        Rules::Namespace | Rules::Service | Rules::Plain => validate_meta(r, obj),
     };
     invalid(r, obj, errs)
 }
@@ -335,9 +361,13 @@ pub fn validate_update(
         (Rules::Job, true) => batch::validate_job_status(&typed(new)?, &typed(old)?),
         (Rules::CronJob, false) => batch::validate_cron_job(&typed(new)?, Some(&typed(old)?)),
         (Rules::CronJob, true) => ErrorList::default(),
-        (Rules::Namespace | Rules::Service | Rules::Secret | Rules::Plain, _) => {
-            validate_meta(r, new)
+        (Rules::Secret, _) => {
+            with_meta(r, new, secret::validate_update(&typed(new)?, &typed(old)?))
         }
+        (Rules::ConfigMap, _) => {
+            with_meta(r, new, config_map::validate_update(&typed(new)?, &typed(old)?))
+        }
+        (Rules::Namespace | Rules::Service | Rules::Plain, _) => validate_meta(r, new),
     });
     invalid(r, new, errs)
 }

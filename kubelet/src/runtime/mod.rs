@@ -4,7 +4,8 @@
 //! - [`actions`]: `compute_pod_actions`, the pure plan for one sync.
 //! - [`sync`]: executes the plan: sandbox, init containers one by one, app containers.
 //! - [`sandbox`] and [`container`]: CRI configs from the pod spec.
-//! - [`images`]: pulls by pull policy with ImagePullBackOff.
+//! - [`images`]: pulls by pull policy with ImagePullBackOff, with the credentials of
+//!   [`pull_secrets`] (fetched from the apiserver) and the node's config.
 //!
 //! [`backoff`] counts CrashLoopBackOff; [`env`] builds a container's environment (pod fields,
 //! resources, ConfigMaps and Secrets); [`volumes`] makes a container's CRI mounts from the
@@ -17,6 +18,7 @@ pub mod env;
 pub mod hooks;
 pub mod images;
 pub mod logs;
+pub mod pull_secrets;
 pub mod sandbox;
 pub mod status;
 pub mod sync;
@@ -105,14 +107,20 @@ fn filter_by_uid(uid: &str) -> HashMap<String, String> {
 }
 
 impl RuntimeManager {
+    /// `secrets`: where pods' image pull secrets come from (`None`: no apiserver).
     pub fn new(
         cri: CriClient,
         config: RuntimeConfig,
         cgroupfs: Arc<dyn Cgroups>,
         recorder: Recorder,
         volumes: VolumeManager,
+        secrets: Option<Arc<dyn pull_secrets::SecretSource>>,
     ) -> Self {
         let runtime_name = cri.version().runtime_name.clone();
+        let node_keyring = crate::credentialprovider::NodeKeyring::new(
+            crate::credentialprovider::node::SearchPaths::upstream(&config.root_dir),
+            crate::credentialprovider::node::LIFETIME,
+        );
         Self {
             cri,
             config,
@@ -120,7 +128,7 @@ impl RuntimeManager {
             cgroupfs,
             recorder,
             restarts: Mutex::new(backoff::Backoff::restarts()),
-            images: images::ImageManager::default(),
+            images: images::ImageManager::new(node_keyring, secrets),
             volumes,
             creations: tokio::sync::Semaphore::new(creation_limit()),
         }

@@ -10,6 +10,7 @@ use proto::cri;
 use super::actions::{KillAction, compute_pod_actions, is_sidecar};
 use super::container::{ContainerContext, container_config};
 use super::env::{self, EnvContext};
+use super::images::ImageError;
 use super::sandbox::{pod_log_dir, sandbox_config};
 use super::status::{ContainerState, PodRuntimeStatus};
 use super::{MIN_GRACE, RuntimeError, RuntimeManager, volumes};
@@ -327,9 +328,15 @@ impl RuntimeManager {
         let image = c.image.as_deref().unwrap_or_default();
         let policy = c.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
         let object = ObjectRef::container(pod, &c.name);
-        let pulled = self.images.ensure(&self.cri, &self.recorder, &object, uid, image, policy);
+        let pulled = self.images.ensure(&self.cri, &self.recorder, &object, pod, image, policy);
         let image_ref = pulled.await.map_err(|e| {
-            let retry = self.images.retry_after(uid, image);
+            // A pull that just failed is looked at again soon, so the status moves on to
+            // ImagePullBackOff while the backoff runs (as upstream's worker requeue makes it);
+            // during the backoff, the next look is when it ends.
+            let retry = match e {
+                ImageError::BackOff { .. } => self.images.retry_after(uid, image),
+                _ => Some(ERROR_REQUEUE),
+            };
             (Waiting::new(e.reason(), e.to_string()), retry)
         })?;
         let config_error = |e: String| (Waiting::new("CreateContainerConfigError", e), None);

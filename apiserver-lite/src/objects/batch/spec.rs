@@ -41,7 +41,10 @@ pub(super) fn validate_job_spec(spec: &JobSpec, path: &Path, errs: &mut ErrorLis
     if let Some(m) = &spec.managed_by {
         validate_domain_prefixed_path(m, &path.child("managedBy"), errs);
         if m.len() > MAX_MANAGED_BY_LENGTH {
-            errs.push(FieldError::too_long(&path.child("managedBy"), MAX_MANAGED_BY_LENGTH));
+            errs.push(FieldError::too_long_max_length(
+                &path.child("managedBy"),
+                MAX_MANAGED_BY_LENGTH,
+            ));
         }
     }
     let indexed = spec.completion_mode.as_deref() == Some("Indexed");

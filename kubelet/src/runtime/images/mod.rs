@@ -1,14 +1,22 @@
 //! Making sure a container's image is present, by its pull policy, with ImagePullBackOff after
 //! failures (upstream's `EnsureImageExists`), recording upstream's events: `Pulling`, `Pulled`
-//! (pulled, or already present), `Failed`, `BackOff`, `ErrImageNeverPull`, `InspectFailed`.
+//! (pulled, or already present), `Failed`, `BackOff`, `ErrImageNeverPull`, `InspectFailed`,
+//! and `FailedToRetrieveImagePullSecret` on the pod.
+//!
+//! A pull uses the credentials [`crate::credentialprovider`] finds for the image: the pod's
+//! image pull secrets' (fetched when a pull is due), then the node's own; each is tried in
+//! turn until one works, and with none the pull goes without.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+use k8s_openapi::api::core::v1::Pod;
 use proto::{CriClient, cri};
 
 use super::backoff::Backoff;
+use super::pull_secrets::{self, SecretSource};
+use crate::credentialprovider::{self, Entry, NodeKeyring, secrets::SecretError};
 use crate::events::{ObjectRef, Recorder};
 
 /// Why an image is not there, with the reason a container status shows.
@@ -22,6 +30,8 @@ pub enum ImageError {
     Pull { image: String, error: String },
     #[error("Failed to inspect image {image:?}: {error}")]
     Inspect { image: String, error: String },
+    #[error("Failed to pull image {image:?} for pod {pod:?}: {source}")]
+    PullSecret { image: String, pod: String, source: SecretError },
 }
 
 impl ImageError {
@@ -30,7 +40,9 @@ impl ImageError {
         match self {
             ImageError::NeverPull { .. } => "ErrImageNeverPull",
             ImageError::BackOff { .. } => "ImagePullBackOff",
-            ImageError::Pull { .. } | ImageError::Inspect { .. } => "ErrImagePull",
+            ImageError::Pull { .. }
+            | ImageError::Inspect { .. }
+            | ImageError::PullSecret { .. } => "ErrImagePull",
         }
     }
 }
@@ -41,16 +53,10 @@ pub struct ImageManager {
     backoff: Mutex<Backoff>,
     last_errors: Mutex<HashMap<String, String>>,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-impl Default for ImageManager {
-    fn default() -> Self {
-        Self {
-            backoff: Mutex::new(Backoff::new(Duration::from_secs(10), Duration::from_secs(300))),
-            last_errors: Mutex::default(),
-            locks: Mutex::default(),
-        }
-    }
+    /// The node's own registry credentials.
+    node: NodeKeyring,
+    /// Where pull secrets come from (`None`: no apiserver).
+    secrets: Option<Arc<dyn SecretSource>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -73,7 +79,8 @@ impl Events<'_> {
     }
 
     /// Upstream's message for an image already there (with `KubeletEnsureSecretPulledImages`,
-    /// on by default in 1.35; this kubelet has no pull credentials, so every pod may use it).
+    /// on by default in 1.35). This kubelet keeps no pull records yet, so it does not verify
+    /// that a pod may use an image another pod pulled with credentials (see ARCHITECTURE.md).
     fn present(&self, image: &str) {
         let message = format!(
             "Container image {image:?} already present on machine and can be accessed by the pod"
@@ -113,7 +120,73 @@ pub fn go_duration(d: Duration) -> String {
     }
 }
 
+/// Upstream's aggregate error text: one error alone, several in brackets (repeats once).
+fn aggregate(errors: &[String]) -> String {
+    let mut distinct: Vec<&str> = Vec::new();
+    for e in errors {
+        if !distinct.contains(&e.as_str()) {
+            distinct.push(e);
+        }
+    }
+    match distinct.as_slice() {
+        [one] => (*one).to_string(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+fn auth_config(e: Entry) -> cri::AuthConfig {
+    cri::AuthConfig { username: e.username, password: e.password, ..Default::default() }
+}
+
+fn pod_name(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
 impl ImageManager {
+    pub fn new(node: NodeKeyring, secrets: Option<Arc<dyn SecretSource>>) -> Self {
+        Self {
+            backoff: Mutex::new(Backoff::new(Duration::from_secs(10), Duration::from_secs(300))),
+            last_errors: Mutex::default(),
+            locks: Mutex::default(),
+            node,
+            secrets,
+        }
+    }
+
+    /// The credentials to try for `image`, in order (upstream's `MakeDockerKeyring` and
+    /// `Lookup`): pull secrets that cannot be had are named in a
+    /// `FailedToRetrieveImagePullSecret` event and left out; one that does not parse fails.
+    async fn credentials(
+        &self,
+        recorder: &Recorder,
+        pod: &Pod,
+        image: &str,
+    ) -> Result<Vec<Entry>, SecretError> {
+        let secrets = pull_secrets::fetch(self.secrets.as_ref(), pod).await;
+        if !secrets.failed.is_empty() {
+            let message = format!(
+                "Unable to retrieve some image pull secrets ({}); attempting to pull the image may not succeed.",
+                secrets.failed.join(", ")
+            );
+            recorder.warning(&ObjectRef::pod(pod), "FailedToRetrieveImagePullSecret", message);
+        }
+        let from_secrets = credentialprovider::secrets::keyring(&secrets.found)?;
+        let node = self.node.keyring(tokio::time::Instant::now());
+        Ok(credentialprovider::lookup(from_secrets.as_ref(), &node, image))
+    }
+
+    /// A failed pull: its `Failed` event saying `message`, and the backoff before the next
+    /// (whose message repeats `error`).
+    fn failed(&self, key: String, events: &Events<'_>, message: String, error: String) {
+        events.warning("Failed", message);
+        lock(&self.backoff).next(&key, SystemTime::now());
+        lock(&self.last_errors).insert(key, error);
+    }
+
     async fn present(
         cri: &CriClient,
         image: &str,
@@ -137,17 +210,18 @@ impl ImageManager {
         status.ok().and_then(|s| s.image).map_or(0, |i| i.size)
     }
 
-    /// Returns the image id to create the container from, pulling as `policy` says; what
-    /// happens is recorded as events about `object`.
+    /// Returns the image id to create the container of `pod` from, pulling as `policy` says;
+    /// what happens is recorded as events about `object`.
     pub async fn ensure(
         &self,
         cri: &CriClient,
         recorder: &Recorder,
         object: &ObjectRef,
-        pod_uid: &str,
+        pod: &Pod,
         image: &str,
         policy: &str,
     ) -> Result<String, ImageError> {
+        let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let events = Events { recorder, object };
         let key = format!("{pod_uid}_{image}");
         if policy != "Always" {
@@ -166,6 +240,15 @@ impl ImageManager {
             events.normal("BackOff", format!("Back-off pulling image {tagged:?}"));
             return Err(err);
         }
+        let auths = match self.credentials(recorder, pod, image).await {
+            Ok(auths) => auths,
+            Err(source) => {
+                let error =
+                    ImageError::PullSecret { image: image.to_string(), pod: pod_name(pod), source };
+                self.failed(key, &events, error.to_string(), error.to_string());
+                return Err(error);
+            }
+        };
         events.normal("Pulling", format!("Pulling image {tagged:?}"));
         let started = Instant::now();
         let image_lock = lock(&self.locks).entry(image.to_string()).or_default().clone();
@@ -183,12 +266,29 @@ impl ImageManager {
                 guard
             }
         };
+        if auths.is_empty() {
+            tracing::debug!(image, "pulling the image without credentials");
+        }
+        let attempts: Vec<Option<cri::AuthConfig>> = if auths.is_empty() {
+            vec![None]
+        } else {
+            auths.into_iter().map(|e| Some(auth_config(e))).collect()
+        };
         let pulling = Instant::now();
         let spec = Some(cri::ImageSpec { image: image.to_string(), ..Default::default() });
-        match cri
-            .pull_image(cri::PullImageRequest { image: spec, auth: None, sandbox_config: None })
-            .await
-        {
+        let mut errors = Vec::new();
+        let mut pulled = None;
+        for auth in attempts {
+            let request = cri::PullImageRequest { image: spec.clone(), auth, sandbox_config: None };
+            match cri.pull_image(request).await {
+                Ok(r) => {
+                    pulled = Some(r);
+                    break;
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        match pulled.ok_or_else(|| aggregate(&errors)) {
             Ok(r) => {
                 let pull = pulling.elapsed();
                 lock(&self.backoff).reset(&key);
@@ -202,11 +302,9 @@ impl ImageManager {
                 events.normal("Pulled", message);
                 Ok(r.image_ref)
             }
-            Err(e) => {
-                let error = e.to_string();
-                events.warning("Failed", format!("Failed to pull image {tagged:?}: {error}"));
-                lock(&self.backoff).next(&key, SystemTime::now());
-                lock(&self.last_errors).insert(key, error.clone());
+            Err(error) => {
+                let message = format!("Failed to pull image {tagged:?}: {error}");
+                self.failed(key, &events, message, error.clone());
                 Err(ImageError::Pull { image: image.to_string(), error })
             }
         }
@@ -234,27 +332,4 @@ impl ImageManager {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_as_upstreams() {
-        let ms = Duration::from_millis;
-        assert_eq!(go_duration(Duration::ZERO), "0s");
-        assert_eq!(go_duration(Duration::from_micros(900)), "0s");
-        assert_eq!(go_duration(ms(523)), "523ms");
-        assert_eq!(go_duration(ms(1000)), "1s");
-        assert_eq!(go_duration(ms(1500)), "1.5s");
-        assert_eq!(go_duration(ms(1234)), "1.234s");
-        assert_eq!(go_duration(ms(123_250)), "2m3.25s");
-        assert_eq!(go_duration(ms(3_600_000)), "1h0m0s");
-    }
-
-    #[test]
-    fn references_without_tag_or_digest_mean_latest() {
-        assert_eq!(with_default_tag("busybox"), "busybox:latest");
-        assert_eq!(with_default_tag("busybox:1.35"), "busybox:1.35");
-        assert_eq!(with_default_tag("localhost:5000/busybox"), "localhost:5000/busybox:latest");
-        assert_eq!(with_default_tag("r.io/b@sha256:ab"), "r.io/b@sha256:ab");
-    }
-}
+mod tests;
