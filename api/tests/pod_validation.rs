@@ -177,6 +177,12 @@ fn volumes_and_mounts() {
         &["spec.volumes[0].hostPath: Forbidden: may not specify more than 1 volume type"],
     );
     assert_rejects(
+        json!({"volumes": [{"name": "a", "emptyDir": {"sizeLimit": "1Gi"}}, {"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}], "containers": [web(json!({}))]}),
+        &[
+            "spec.volumes[0].emptyDir.sizeLimit: Forbidden: not enforced for a disk-backed emptyDir yet (no local storage eviction); only `medium: Memory` takes it, as the tmpfs size",
+        ],
+    );
+    assert_rejects(
         json!({"volumes": [{"name": "a", "hostPath": {"path": "/x/../etc"}}], "containers": [web(json!({}))]}),
         &["spec.volumes[0].hostPath.path: Invalid value: \"/x/../etc\": must not contain '..'"],
     );

@@ -75,6 +75,17 @@ pub(super) fn validate_volumes(
                 "SizeLimit field must be a valid resource quantity",
             ));
         }
+        // Upstream evicts a pod whose disk-backed emptyDir outgrows `sizeLimit`; without that
+        // eviction here, the field would be accepted and ignored, so only a tmpfs takes it.
+        if let Some(e) = &v.empty_dir
+            && e.size_limit.is_some()
+            && e.medium.as_deref() != Some("Memory")
+        {
+            errs.push(FieldError::forbidden(
+                &p.child("emptyDir").child("sizeLimit"),
+                "not enforced for a disk-backed emptyDir yet (no local storage eviction); only `medium: Memory` takes it, as the tmpfs size",
+            ));
+        }
         if v.name.is_empty() {
             errs.push(FieldError::required(&p.child("name"), ""));
         } else {
