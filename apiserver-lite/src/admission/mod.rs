@@ -1,28 +1,84 @@
-//! Admission: what the server changes in an object a client sends, after defaults and before
-//! validation, as upstream's default-on mutating plugins do. One is here so far,
-//! `DefaultTolerationSeconds`: a pod that does not tolerate the node lifecycle's `NoExecute`
-//! taints (`node.kubernetes.io/not-ready`, `node.kubernetes.io/unreachable`) gets tolerations
-//! for them with a limit (300 s unless configured), so its eviction from a dead node waits that
-//! long and no longer.
+//! Admission: what the server changes in (and refuses of) an object a client sends, after
+//! defaults and before validation, as upstream's default-on plugins do:
+//!
+//! - [`tolerations`]: `DefaultTolerationSeconds` (pods, create and update);
+//! - [`service_account`]: `ServiceAccount` (pods, create): the account, its token volume, its
+//!   pull secrets.
+//!
+//! Which run is kube-apiserver's `--enable-admission-plugins`/`--disable-admission-plugins`
+//! ([`plugins`]); both are on by default.
 
-use k8s_openapi::api::core::v1::{Pod, Toleration};
+pub mod service_account;
+pub mod tolerations;
+
+use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
 use crate::errors::ApiError;
 use crate::resources::ResourceType;
+use crate::serviceaccount::Objects;
+pub use tolerations::{TAINT_NOT_READY, TAINT_UNREACHABLE};
 
-/// The taint a node gets while its Ready condition is False.
-pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
-/// The taint a node gets while its Ready condition is Unknown (its kubelet is silent).
-pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+/// The plugins this server has, by upstream's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Plugin {
+    DefaultTolerationSeconds,
+    ServiceAccount,
+}
 
-/// The admission plugins' settings (kube-apiserver's flags of the same names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl Plugin {
+    pub const ALL: [Plugin; 2] = [Plugin::DefaultTolerationSeconds, Plugin::ServiceAccount];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Plugin::DefaultTolerationSeconds => "DefaultTolerationSeconds",
+            Plugin::ServiceAccount => "ServiceAccount",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginError {
+    #[error(
+        "{flag} plugin {name:?} is unknown or not implemented by apiserver-lite (it has DefaultTolerationSeconds and ServiceAccount)"
+    )]
+    Unknown { flag: &'static str, name: String },
+    #[error("{0:?} in enable-admission-plugins and disable-admission-plugins overlapped")]
+    Overlap(String),
+}
+
+/// The plugins that run: every one (all are on by default upstream) but those disabled.
+/// Enabling names one of ours (a no-op beyond checking the name).
+pub fn plugins(enable: &[String], disable: &[String]) -> Result<Vec<Plugin>, PluginError> {
+    let find = |flag: &'static str, name: &String| {
+        Plugin::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| PluginError::Unknown { flag, name: name.clone() })
+    };
+    let enabled = enable
+        .iter()
+        .map(|n| find("enable-admission-plugins", n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let disabled = disable
+        .iter()
+        .map(|n| find("disable-admission-plugins", n))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(p) = enabled.iter().find(|p| disabled.contains(p)) {
+        return Err(PluginError::Overlap(p.name().to_string()));
+    }
+    Ok(Plugin::ALL.into_iter().filter(|p| !disabled.contains(p)).collect())
+}
+
+/// The admission plugins and their settings (kube-apiserver's flags of the same names).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Admission {
     /// `--default-not-ready-toleration-seconds`.
     pub default_not_ready_toleration_seconds: i64,
     /// `--default-unreachable-toleration-seconds`.
     pub default_unreachable_toleration_seconds: i64,
+    /// The plugins that run.
+    pub plugins: Vec<Plugin>,
 }
 
 impl Default for Admission {
@@ -30,107 +86,87 @@ impl Default for Admission {
         Self {
             default_not_ready_toleration_seconds: 300,
             default_unreachable_toleration_seconds: 300,
+            plugins: Plugin::ALL.to_vec(),
         }
     }
 }
 
-/// Whether `t` tolerates the `NoExecute` taint `key` (an empty key or effect matches any).
-fn tolerates(t: &Toleration, key: &str) -> bool {
-    let k = t.key.as_deref().unwrap_or_default();
-    let effect = t.effect.as_deref().unwrap_or_default();
-    (k == key || k.is_empty()) && (effect == "NoExecute" || effect.is_empty())
+fn is_pod(r: &ResourceType) -> bool {
+    r.group.is_empty() && r.kind == "Pod"
+}
+
+fn typed(obj: &Value) -> Result<Pod, ApiError> {
+    serde_json::from_value(obj.clone()).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+fn untyped(pod: &Pod) -> Result<Value, ApiError> {
+    serde_json::to_value(pod).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 impl Admission {
-    /// Runs the plugins on an object created or updated through the main resource (not a
-    /// subresource).
-    pub fn admit(
+    /// Without `plugin`.
+    pub fn without(mut self, plugin: Plugin) -> Self {
+        self.plugins.retain(|p| *p != plugin);
+        self
+    }
+
+    fn on(&self, p: Plugin) -> bool {
+        self.plugins.contains(&p)
+    }
+
+    fn tolerations(&self, pod: &mut Pod) -> bool {
+        self.on(Plugin::DefaultTolerationSeconds)
+            && tolerations::admit(
+                pod,
+                self.default_not_ready_toleration_seconds,
+                self.default_unreachable_toleration_seconds,
+            )
+    }
+
+    /// The plugins on an object being created in `namespace`; `objects` is where accounts are
+    /// looked up.
+    pub async fn admit_create(
+        &self,
+        r: &ResourceType,
+        namespace: Option<&str>,
+        obj: &mut Value,
+        objects: &dyn Objects,
+    ) -> Result<(), ApiError> {
+        if !is_pod(r) {
+            return Ok(());
+        }
+        let mut pod = typed(obj)?;
+        self.tolerations(&mut pod);
+        if self.on(Plugin::ServiceAccount) {
+            let ns = namespace.unwrap_or_default();
+            let suffix = crate::objects::generate_name("");
+            service_account::admit(&mut pod, ns, objects, &suffix).await.map_err(|why| {
+                let name = pod.metadata.name.as_deref().unwrap_or_default();
+                ApiError::forbidden_object(r, name, &why.to_string())
+            })?;
+        }
+        *obj = untyped(&pod)?;
+        Ok(())
+    }
+
+    /// The plugins on an object replaced through its main resource (not a subresource):
+    /// `DefaultTolerationSeconds` only, as `ServiceAccount` admits creates only.
+    pub fn admit_update(
         &self,
         r: &ResourceType,
         sub: Option<&str>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if !(r.group.is_empty() && r.kind == "Pod") || sub.is_some() {
+        if !is_pod(r) || sub.is_some() {
             return Ok(());
         }
-        let mut pod: Pod = serde_json::from_value(obj.clone())
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
-        if self.default_toleration_seconds(&mut pod) {
-            *obj = serde_json::to_value(pod).map_err(|e| ApiError::internal(e.to_string()))?;
+        let mut pod = typed(obj)?;
+        if self.tolerations(&mut pod) {
+            *obj = untyped(&pod)?;
         }
         Ok(())
-    }
-
-    /// `DefaultTolerationSeconds`; whether it added anything.
-    fn default_toleration_seconds(&self, pod: &mut Pod) -> bool {
-        let spec = pod.spec.get_or_insert_with(Default::default);
-        let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
-        let mut added = false;
-        for (key, seconds) in [
-            (TAINT_NOT_READY, self.default_not_ready_toleration_seconds),
-            (TAINT_UNREACHABLE, self.default_unreachable_toleration_seconds),
-        ] {
-            if !tolerations.iter().any(|t| tolerates(t, key)) {
-                tolerations.push(Toleration {
-                    key: Some(key.into()),
-                    operator: Some("Exists".into()),
-                    effect: Some("NoExecute".into()),
-                    toleration_seconds: Some(seconds),
-                    value: None,
-                });
-                added = true;
-            }
-        }
-        added
     }
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use serde_json::json;
-
-    use super::*;
-    use crate::resources::find;
-
-    #[test]
-    fn pods_get_the_node_lifecycle_tolerations_unless_they_have_them() {
-        let pods = find("", "v1", "pods").unwrap();
-        let a = Admission { default_not_ready_toleration_seconds: 60, ..Admission::default() };
-        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}});
-        a.admit(pods, None, &mut pod).unwrap();
-        assert_eq!(
-            pod["spec"]["tolerations"],
-            json!([
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60},
-                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-            ])
-        );
-        // One it tolerates already (any effect counts) is left alone; a toleration of every
-        // taint covers both.
-        let mut own = json!({"spec": {"tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists"}]}});
-        a.admit(pods, None, &mut own).unwrap();
-        let keys: Vec<&str> = own["spec"]["tolerations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["key"].as_str().unwrap())
-            .collect();
-        assert_eq!(keys, ["node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"]);
-        let mut all = json!({"spec": {"tolerations": [{"operator": "Exists"}]}});
-        a.admit(pods, None, &mut all).unwrap();
-        assert_eq!(all["spec"]["tolerations"].as_array().unwrap().len(), 1);
-        // A NoSchedule toleration of the key does not count; subresources and other kinds
-        // are not touched.
-        let mut no_schedule = json!({"spec": {"tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}]}});
-        a.admit(pods, None, &mut no_schedule).unwrap();
-        assert_eq!(no_schedule["spec"]["tolerations"].as_array().unwrap().len(), 3);
-        let mut status = json!({"spec": {}});
-        a.admit(pods, Some("status"), &mut status).unwrap();
-        assert_eq!(status, json!({"spec": {}}));
-        let mut cm = json!({"data": {}});
-        a.admit(find("", "v1", "configmaps").unwrap(), None, &mut cm).unwrap();
-        assert_eq!(cm, json!({"data": {}}));
-    }
-}
+mod tests;

@@ -1,22 +1,35 @@
-//! Authentication (bearer tokens from upstream's token file, client certificates) and the
-//! interim authorizer: `system:masters` may do anything; any other identity may read and ask
-//! the reviews, and may write only its own node's objects (until RBAC and the node authorizer
-//! arrive). [`crate::reviews`] lists the same rules for `kubectl auth can-i --list`.
+//! Who is asking, and what they may do:
+//!
+//! - this file: the [`User`] and the [`Authenticator`] that finds it, trying as upstream's
+//!   union does: the client certificate, then a bearer token from the token file, then a
+//!   service-account token;
+//! - [`x509`]: client certificates (CN and O);
+//! - [`token_file`]: the `--token-auth-file` tokens;
+//! - [`service_account`]: service-account JWTs;
+//! - [`authorizer`]: the interim authorizer.
 
-use std::collections::HashMap;
+pub mod authorizer;
+pub mod service_account;
+pub mod token_file;
+pub mod x509;
+
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
-use serde_json::Value;
-
-use crate::errors::ApiError;
-use crate::resources::ResourceType;
+pub use authorizer::{ABOUT_OTHERS, authorize};
+pub use service_account::{Authenticated, ServiceAccountTokens, TokenError};
+pub use token_file::TokenFileError;
+pub use x509::user_from_cert;
 
 /// An authenticated identity.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct User {
     pub name: String,
     pub uid: String,
     pub groups: Vec<String>,
+    /// Upstream's `extra` (a service account's pod and node, its credential id).
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl User {
@@ -32,70 +45,35 @@ impl User {
     }
 }
 
-/// Splits one CSV line, honouring double quotes.
-fn csv_fields(line: &str) -> Vec<String> {
-    let (mut out, mut field, mut quoted) = (Vec::new(), String::new(), false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            ',' if !quoted => out.push(std::mem::take(&mut field)),
-            c => field.push(c),
-        }
-    }
-    out.push(field);
-    out
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum TokenFileError {
-    #[error("{path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("{path}:{line}: want token,user,uid[,\"group1,group2\"]")]
-    Format { path: String, line: usize },
+/// Why a bearer token was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BearerError {
+    /// No authenticator knows it (upstream's words).
+    #[error("invalid bearer token")]
+    Unknown,
+    #[error(transparent)]
+    ServiceAccount(#[from] TokenError),
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Authenticator {
     tokens: HashMap<String, User>,
+    service_accounts: Option<Arc<ServiceAccountTokens>>,
 }
 
 impl Authenticator {
     /// Reads upstream's `--token-auth-file` format: `token,user,uid,"group1,group2"`.
     pub fn from_token_file(path: &Path) -> Result<Self, TokenFileError> {
-        let p = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| TokenFileError::Read { path: p.clone(), source })?;
-        let mut tokens = HashMap::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() || line.trim_start().starts_with('#') {
-                continue;
-            }
-            let f = csv_fields(line);
-            if f.len() < 3 || f[0].is_empty() || f[1].is_empty() {
-                return Err(TokenFileError::Format { path: p, line: i + 1 });
-            }
-            let groups = f
-                .get(3)
-                .map(|g| {
-                    g.split(',')
-                        .map(str::trim)
-                        .filter(|g| !g.is_empty())
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default();
-            tokens.insert(f[0].clone(), User { name: f[1].clone(), uid: f[2].clone(), groups });
-        }
-        Ok(Self { tokens })
+        Ok(Self { tokens: token_file::read(path)?, service_accounts: None })
     }
 
     pub fn add_token(&mut self, token: &str, user: User) {
         self.tokens.insert(token.to_string(), user);
+    }
+
+    /// Accepts service-account tokens too.
+    pub fn with_service_accounts(self, tokens: ServiceAccountTokens) -> Self {
+        Self { service_accounts: Some(Arc::new(tokens)), ..self }
     }
 
     /// The user a request authenticates as: its client certificate, else its bearer token.
@@ -107,93 +85,45 @@ impl Authenticator {
         if let Some(u) = cert_user {
             return Some(u.clone());
         }
-        self.user_for_token(authorization?.strip_prefix("Bearer ")?.trim())
-    }
-
-    /// Whom a bearer token names (for requests, and for TokenReviews).
-    pub fn user_for_token(&self, token: &str) -> Option<User> {
-        let mut user = self.tokens.get(token)?.clone();
-        if !user.groups.iter().any(|g| g == "system:authenticated") {
-            user.groups.push("system:authenticated".into());
-        }
-        Some(user)
-    }
-}
-
-/// The user a client certificate names: CN, and O as groups.
-pub fn user_from_cert(der: &[u8]) -> Option<User> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
-    let subject = cert.subject();
-    let name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
-    let mut groups: Vec<String> =
-        subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
-    groups.push("system:authenticated".into());
-    Some(User { name, uid: String::new(), groups })
-}
-
-/// The reviews that ask about someone else: for masters and nodes only.
-pub const ABOUT_OTHERS: [&str; 2] = ["subjectaccessreviews", "tokenreviews"];
-
-/// Whether `user` may `verb` the object (`obj` is the object written, for pods bound to a node).
-pub fn authorize(
-    user: &User,
-    verb: &str,
-    r: &ResourceType,
-    ns: Option<&str>,
-    name: Option<&str>,
-    sub: Option<&str>,
-    obj: Option<&Value>,
-) -> Result<(), ApiError> {
-    if user.is_master() || matches!(verb, "get" | "list" | "watch") {
-        return Ok(());
-    }
-    if !r.is_stored() && verb == "create" {
-        // Asking about oneself is open to every authenticated user, as upstream's
-        // system:basic-user role makes it; asking about others (SubjectAccessReview,
-        // TokenReview) is for kubelets checking callers of their API, as upstream's system:node
-        // role.
-        if !ABOUT_OTHERS.contains(&r.name) || user.node().is_some() {
-            return Ok(());
+        let token = authorization?.strip_prefix("Bearer ")?.trim();
+        match self.review(token, None, jiff::Timestamp::now().as_second()) {
+            Ok(a) => Some(a.user),
+            Err(e) => {
+                tracing::debug!(error = %e, "bearer token refused");
+                None
+            }
         }
     }
-    let own = user.node().is_some_and(|node| match (r.group, r.name) {
-        ("", "nodes") => {
-            name == Some(node)
-                || (verb == "create" && obj.is_some_and(|o| o["metadata"]["name"] == node))
+
+    /// Whom a bearer token names and for which of `audiences` (the API's when `None`), at
+    /// `now` (seconds): for requests, and for TokenReviews. Tokens from the token file are not
+    /// bound to audiences: they are good for whatever is asked.
+    pub fn review(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+        now: i64,
+    ) -> Result<Authenticated, BearerError> {
+        if token.is_empty() {
+            return Err(BearerError::Unknown);
         }
-        ("coordination.k8s.io", "leases") => {
-            ns == Some("kube-node-lease")
-                && (name == Some(node) || obj.is_some_and(|o| o["metadata"]["name"] == node))
+        if let Some(user) = self.tokens.get(token) {
+            let mut user = user.clone();
+            if !user.groups.iter().any(|g| g == "system:authenticated") {
+                user.groups.push("system:authenticated".into());
+            }
+            return Ok(Authenticated { user, audiences: audiences.unwrap_or_default().to_vec() });
         }
-        ("", "pods") => obj.is_some_and(|o| o["spec"]["nodeName"] == node) || sub == Some("status"),
-        ("", "events") | ("events.k8s.io", "events") => verb == "create" || verb == "patch",
-        _ => false,
-    });
-    if own {
-        return Ok(());
+        match &self.service_accounts {
+            Some(sa) => sa.authenticate(token, audiences, now)?.ok_or(BearerError::Unknown),
+            None => Err(BearerError::Unknown),
+        }
     }
-    let subject = match name {
-        Some(n) => format!("{} {n:?}", r.qualified()),
-        None => r.qualified(),
-    };
-    let resource = match sub {
-        Some(s) => format!("{}/{s}", r.name),
-        None => r.name.to_string(),
-    };
-    let scope = match ns {
-        Some(ns) => format!(" in the namespace {ns:?}"),
-        None => String::new(),
-    };
-    Err(ApiError::forbidden(format!(
-        "{subject} is forbidden: User {:?} cannot {verb} resource {resource:?} in API group {:?}{scope}",
-        user.name, r.group
-    )))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::find;
 
     #[test]
     fn token_files_use_upstreams_csv() {
@@ -212,62 +142,8 @@ mod tests {
         );
         assert!(a.authenticate(Some("Bearer nope"), None).is_none());
         assert!(a.authenticate(None, None).is_none());
+        assert_eq!(a.review("", None, 0).unwrap_err(), BearerError::Unknown);
         std::fs::write(&f, "just-a-token\n").unwrap();
         assert!(Authenticator::from_token_file(&f).unwrap_err().to_string().contains(":1:"));
-    }
-
-    #[test]
-    fn only_masters_write_anything_and_nodes_write_their_own() {
-        let pods = find("", "v1", "pods").unwrap();
-        let nodes = find("", "v1", "nodes").unwrap();
-        let node = User {
-            name: "system:node:n1".into(),
-            uid: String::new(),
-            groups: vec!["system:nodes".into()],
-        };
-        let alice = User { name: "alice".into(), uid: String::new(), groups: vec![] };
-        let master = User {
-            name: "admin".into(),
-            uid: String::new(),
-            groups: vec!["system:masters".into()],
-        };
-        assert!(authorize(&master, "delete", nodes, None, Some("n2"), None, None).is_ok());
-        assert!(authorize(&alice, "list", pods, Some("default"), None, None, None).is_ok());
-        let err = authorize(&alice, "create", pods, Some("default"), None, None, None).unwrap_err();
-        assert_eq!(
-            err.message,
-            "pods is forbidden: User \"alice\" cannot create resource \"pods\" in API group \"\" in the namespace \"default\""
-        );
-        assert!(authorize(&node, "update", nodes, None, Some("n1"), Some("status"), None).is_ok());
-        assert!(authorize(&node, "update", nodes, None, Some("n2"), Some("status"), None).is_err());
-        let mine = serde_json::json!({"spec": {"nodeName": "n1"}});
-        assert!(
-            authorize(&node, "delete", pods, Some("default"), Some("p"), None, Some(&mine)).is_ok()
-        );
-        let theirs = serde_json::json!({"spec": {"nodeName": "n2"}});
-        assert!(
-            authorize(&node, "delete", pods, Some("default"), Some("p"), None, Some(&theirs))
-                .is_err()
-        );
-    }
-
-    #[test]
-    fn anyone_asks_about_themselves_and_only_nodes_and_masters_about_others() {
-        let sar = find("authorization.k8s.io", "v1", "subjectaccessreviews").unwrap();
-        let ssar = find("authorization.k8s.io", "v1", "selfsubjectaccessreviews").unwrap();
-        let user = |name: &str, group: &str| User {
-            name: name.into(),
-            uid: String::new(),
-            groups: vec![group.into()],
-        };
-        let (alice, node) = (user("alice", "devs"), user("system:node:n1", "system:nodes"));
-        assert!(authorize(&alice, "create", ssar, None, None, None, None).is_ok());
-        assert!(authorize(&alice, "create", sar, None, None, None, None).is_err());
-        assert!(authorize(&node, "create", sar, None, None, None, None).is_ok());
-        let tokens = find("authentication.k8s.io", "v1", "tokenreviews").unwrap();
-        assert!(authorize(&alice, "create", tokens, None, None, None, None).is_err());
-        assert!(authorize(&node, "create", tokens, None, None, None, None).is_ok());
-        let admin = user("admin", "system:masters");
-        assert!(authorize(&admin, "create", sar, None, None, None, None).is_ok());
     }
 }
