@@ -64,13 +64,14 @@ fn subresource_kind(r: &ResourceType, sub: &str) -> (String, String, &'static st
         "scale" => ("autoscaling".into(), "v1".into(), "Scale"),
         "binding" => (String::new(), "v1".into(), "Binding"),
         "portforward" => (String::new(), "v1".into(), "PodPortForwardOptions"),
+        "token" => ("authentication.k8s.io".into(), "v1".into(), "TokenRequest"),
         _ => (r.group.into(), r.version.into(), r.kind),
     }
 }
 
 fn sub_verbs(sub: &str) -> Vec<&'static str> {
     match sub {
-        "binding" => vec!["create"],
+        "binding" | "token" => vec!["create"],
         "log" => vec!["get"],
         "exec" | "attach" | "portforward" => vec!["create", "get"],
         "finalize" => vec!["update"],
@@ -230,6 +231,16 @@ mod tests {
         assert_eq!(
             (scale["group"].as_str(), scale["kind"].as_str()),
             (Some("autoscaling"), Some("Scale"))
+        );
+        let token = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "serviceaccounts/token")
+            .unwrap();
+        assert_eq!(
+            (token["group"].as_str(), token["kind"].as_str(), &token["verbs"]),
+            (Some("authentication.k8s.io"), Some("TokenRequest"), &json!(["create"]))
         );
         assert!(resource_list("nope", "v1").is_none());
         let agg = aggregated(false);

@@ -71,6 +71,31 @@ impl ApiError {
         }
     }
 
+    /// A conflict about an object named by group and resource as upstream's `GroupResource`
+    /// prints it (`Pod` for a TokenRequest's bound object).
+    pub fn conflict_on(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let qualified =
+            if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+        Self {
+            details: Some(json!({ "name": name, "group": group, "kind": resource })),
+            ..Self::new(
+                409,
+                "Conflict",
+                format!("Operation cannot be fulfilled on {qualified} {name:?}: {why}"),
+            )
+        }
+    }
+
+    /// 403 about one object, as admission refuses it: `pods "p" is forbidden: …`.
+    pub fn forbidden_object(r: &ResourceType, name: &str, why: &str) -> Self {
+        let message = if name.is_empty() {
+            format!("forbidden: {why}")
+        } else {
+            format!("{} {name:?} is forbidden: {why}", r.qualified())
+        };
+        Self { details: Some(details(r, name)), ..Self::new(403, "Forbidden", message) }
+    }
+
     pub fn stale(r: &ResourceType, name: &str) -> Self {
         Self::conflict(
             r,
@@ -90,6 +115,20 @@ impl ApiError {
         d["kind"] = json!(r.kind);
         d["causes"] = json!(causes);
         Self { details: Some(d), ..Self::new(422, "Invalid", errors.status_message(r.kind, name)) }
+    }
+
+    /// 422 for an object of a kind that is no served resource (a `TokenRequest`):
+    /// `TokenRequest.authentication.k8s.io "" is invalid: …`.
+    pub fn invalid_object(group: &str, kind: &str, name: &str, errors: &ErrorList) -> Self {
+        let causes: Vec<Value> = errors
+            .0
+            .iter()
+            .map(|e| json!({ "reason": e.kind.cause_reason(), "message": e.message(), "field": e.field }))
+            .collect();
+        let d = json!({ "name": name, "group": group, "kind": kind, "causes": causes });
+        let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let message = errors.status_message(&qualified, name);
+        Self { details: Some(d), ..Self::new(422, "Invalid", message) }
     }
 
     /// 422 for `DeleteOptions` that contradict themselves.

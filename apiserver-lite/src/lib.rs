@@ -1,12 +1,15 @@
 //! apiserver-lite: a Kubernetes API server for small clusters.
 //!
-//! - [`admission`]: what the server changes in objects before validation
-//!   (`DefaultTolerationSeconds`).
+//! - [`admission`]: what the server changes in (and refuses of) objects before validation
+//!   (`DefaultTolerationSeconds`, `ServiceAccount`).
 //! - [`storage`]: the revisioned store (SQLite backend, in-memory state, watch history).
 //! - [`resources`]: the served resource types.
 //! - [`request`]: routing and query parameters.
 //! - [`selectors`]: label and field selectors.
-//! - [`auth`]: tokens, client certificates, the interim authorizer.
+//! - [`auth`]: client certificates, the token file, service-account tokens; the interim
+//!   authorizer.
+//! - [`serviceaccount`]: service-account keys, tokens and claims, `serviceaccounts/token`, the
+//!   issuer's discovery documents.
 //! - [`certs`]: the PKI made on first start and the admin kubeconfig.
 //! - [`discovery`]: version, legacy and aggregated discovery, OpenAPI v3.
 //! - [`table`]: `as=Table` responses with kubectl's columns.
@@ -37,5 +40,6 @@ pub mod resources;
 pub mod reviews;
 pub mod selectors;
 pub mod server;
+pub mod serviceaccount;
 pub mod storage;
 pub mod table;

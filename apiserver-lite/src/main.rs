@@ -6,11 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use apiserver_lite::admission::Admission;
-use apiserver_lite::auth::Authenticator;
+use apiserver_lite::admission::{self, Admission};
+use apiserver_lite::auth::{Authenticator, ServiceAccountTokens};
 use apiserver_lite::http::ApiState;
 use apiserver_lite::http::proxy::{AddressTypes, KubeletClient};
 use apiserver_lite::registry::Registry;
+use apiserver_lite::serviceaccount::keys::{PublicKey, SigningKey, public_keys_from_file};
+use apiserver_lite::serviceaccount::{self, openid};
 use apiserver_lite::storage::Store;
 use apiserver_lite::storage::sqlite::SqliteBackend;
 use apiserver_lite::{certs, server};
@@ -77,6 +79,38 @@ struct Args {
     /// The same for `node.kubernetes.io/unreachable:NoExecute`.
     #[arg(long, default_value_t = 300)]
     default_unreachable_toleration_seconds: i64,
+    /// Admission plugins to run beside the default ones (all of apiserver-lite's are on by
+    /// default: DefaultTolerationSeconds, ServiceAccount); comma separated.
+    #[arg(long, value_delimiter = ',')]
+    enable_admission_plugins: Vec<String>,
+    /// Admission plugins not to run, of those on by default; comma separated.
+    #[arg(long, value_delimiter = ',')]
+    disable_admission_plugins: Vec<String>,
+    /// The `iss` of service-account tokens (the first; every one given is accepted).
+    #[arg(long, default_value = serviceaccount::DEFAULT_ISSUER)]
+    service_account_issuer: Vec<String>,
+    /// The private key (PEM: RSA, or EC P-256/P-384) service-account tokens are signed with
+    /// (default: <cert-dir>/sa.key, an EC P-256 key made on first start).
+    #[arg(long)]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// PEM files of the keys service-account tokens are verified with (public keys,
+    /// certificates or private keys; repeatable; default: the signing key).
+    #[arg(long)]
+    service_account_key_file: Vec<PathBuf>,
+    /// The audiences of the API: tokens must be for one of them (default: the first issuer).
+    #[arg(long, value_delimiter = ',')]
+    api_audiences: Vec<String>,
+    /// The longest token a TokenRequest gets (longer requests are shortened); 0: no limit.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    service_account_max_token_expiration: std::time::Duration,
+    /// Pods' admission-made tokens (asked for 3607 s) are valid a year, warned about after
+    /// the hour, so a cluster moving to bound tokens keeps working.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    service_account_extend_token_expiration: bool,
+    /// The `jwks_uri` of the issuer's discovery document (default:
+    /// https://<the address clients reach>/openid/v1/jwks).
+    #[arg(long)]
+    service_account_jwks_uri: Option<String>,
     #[command(flatten)]
     log: daemon::LogArgs,
 }
@@ -96,6 +130,10 @@ async fn main() -> anyhow::Result<()> {
     let admission = Admission {
         default_not_ready_toleration_seconds: args.default_not_ready_toleration_seconds,
         default_unreachable_toleration_seconds: args.default_unreachable_toleration_seconds,
+        plugins: admission::plugins(
+            &args.enable_admission_plugins,
+            &args.disable_admission_plugins,
+        )?,
     };
     let registry = Arc::new(Registry::new(store.clone()).with_admission(admission));
     registry
@@ -132,6 +170,7 @@ async fn main() -> anyhow::Result<()> {
         Some(f) => Authenticator::from_token_file(f)?,
         None => Authenticator::default(),
     };
+    let issuer = Arc::new(token_issuer(&args)?);
     let tls = server::tls_config(&cert, &key, Some(&client_ca))?;
     let addr = SocketAddr::new(args.bind_address, args.secure_port);
     let listener = server::bind(addr).await?;
@@ -163,11 +202,31 @@ async fn main() -> anyhow::Result<()> {
         AddressTypes(args.kubelet_preferred_address_types.clone()),
     )
     .context("the kubelet client")?;
+    let verification = verification_keys(&args, &issuer)?;
+    let auth = auth.with_service_accounts(ServiceAccountTokens {
+        issuers: args.service_account_issuer.clone(),
+        keys: verification.clone(),
+        api_audiences: issuer.api_audiences.clone(),
+        objects: registry.clone(),
+    });
+    let jwks_uri = args
+        .service_account_jwks_uri
+        .clone()
+        .unwrap_or_else(|| format!("https://{reach}{}", openid::JWKS_PATH));
+    let openid = match openid::Discovery::new(&issuer.issuer, &jwks_uri, &verification) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            tracing::warn!(error = %e, "not serving the service-account issuer's discovery documents");
+            None
+        }
+    };
     let state = Arc::new(ApiState {
         registry: registry.clone(),
         auth,
         address: reach.clone(),
         kubelet: kubelet.clone(),
+        tokens: Some(issuer),
+        openid,
     });
 
     let stop = daemon::stop_on_signal("in-flight requests and watches end")?;
@@ -195,6 +254,63 @@ async fn main() -> anyhow::Result<()> {
     })
     .await;
     Ok(())
+}
+
+/// The token issuer from the flags: the signing key (made on first start when no file is
+/// named), the issuer, the audiences, the expiration policy.
+fn token_issuer(args: &Args) -> anyhow::Result<serviceaccount::Issuer> {
+    let key = match &args.service_account_signing_key_file {
+        Some(f) => SigningKey::from_file(f).context("--service-account-signing-key-file")?,
+        None => {
+            std::fs::create_dir_all(&args.cert_dir)
+                .with_context(|| format!("creating {}", args.cert_dir.display()))?;
+            SigningKey::load_or_generate(&args.cert_dir.join("sa.key"))
+                .context("the service-account signing key")?
+        }
+    };
+    let issuer = match args.service_account_issuer.as_slice() {
+        [first, ..] if !first.is_empty() => first.clone(),
+        _ => anyhow::bail!("--service-account-issuer must not be empty"),
+    };
+    let max = args.service_account_max_token_expiration.as_secs();
+    if max != 0 && !(3600..=1 << 32).contains(&max) {
+        anyhow::bail!(
+            "--service-account-max-token-expiration must be between 1 hour and 2^32 seconds"
+        );
+    }
+    let api_audiences = if args.api_audiences.is_empty() {
+        vec![issuer.clone()]
+    } else {
+        args.api_audiences.clone()
+    };
+    Ok(serviceaccount::Issuer {
+        issuer,
+        api_audiences,
+        key,
+        extend_expiration: args.service_account_extend_token_expiration,
+        max_expiration_seconds: i64::try_from(max).ok().filter(|m| *m > 0),
+    })
+}
+
+/// The keys tokens are verified with: every `--service-account-key-file`, or the signing key.
+fn verification_keys(
+    args: &Args,
+    issuer: &serviceaccount::Issuer,
+) -> anyhow::Result<Vec<PublicKey>> {
+    if args.service_account_key_file.is_empty() {
+        return Ok(vec![issuer.key.public().clone()]);
+    }
+    let mut keys = Vec::new();
+    for f in &args.service_account_key_file {
+        keys.extend(public_keys_from_file(f).context("--service-account-key-file")?);
+    }
+    if !keys.contains(issuer.key.public()) {
+        tracing::warn!(
+            kid = %issuer.key.public().kid,
+            "the service-account signing key is not among --service-account-key-file: the tokens this server issues will not authenticate"
+        );
+    }
+    Ok(keys)
 }
 
 fn nix_hostname() -> Option<String> {

@@ -28,6 +28,10 @@ pub enum Route {
     OpenApiV3,
     OpenApiV3GroupVersion(String, String),
     OpenApiV2,
+    /// `/.well-known/openid-configuration`: the service-account issuer's discovery document.
+    OpenIdConfiguration,
+    /// `/openid/v1/jwks`: its keys.
+    OpenIdKeys,
     Resource(ResourceRequest),
 }
 
@@ -48,6 +52,8 @@ pub fn route(path: &str) -> Result<Route, ApiError> {
             Ok(Route::OpenApiV3GroupVersion((*group).to_string(), (*version).to_string()))
         }
         ["openapi", "v2"] => Ok(Route::OpenApiV2),
+        [".well-known", "openid-configuration"] => Ok(Route::OpenIdConfiguration),
+        ["openid", "v1", "jwks"] => Ok(Route::OpenIdKeys),
         ["api", version] => Ok(Route::GroupVersion(String::new(), (*version).to_string())),
         ["apis", group, version] => {
             Ok(Route::GroupVersion((*group).to_string(), (*version).to_string()))
@@ -198,6 +204,10 @@ mod tests {
             route("/openapi/v3/api/v1").unwrap(),
             Route::OpenApiV3GroupVersion(String::new(), "v1".into())
         );
+        assert_eq!(route("/.well-known/openid-configuration").unwrap(), Route::OpenIdConfiguration);
+        assert_eq!(route("/openid/v1/jwks").unwrap(), Route::OpenIdKeys);
+        let r = res("/api/v1/namespaces/default/serviceaccounts/default/token");
+        assert_eq!((r.resource.name, r.subresource.as_deref()), ("serviceaccounts", Some("token")));
         assert_eq!(route("/api/v1/widgets").unwrap_err().code, 404);
         assert_eq!(
             route("/api/v1/pods/web").unwrap_err().code,

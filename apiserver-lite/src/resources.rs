@@ -78,7 +78,17 @@ pub const RESOURCES: &[ResourceType] = &[
     rt!("", "v1", "endpoints", "endpoints", "Endpoints", true, ["ep"], [], []),
     rt!("", "v1", "configmaps", "configmap", "ConfigMap", true, ["cm"], [], []),
     rt!("", "v1", "secrets", "secret", "Secret", true, [], [], []),
-    rt!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, ["sa"], [], []),
+    rt!(
+        "",
+        "v1",
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        true,
+        ["sa"],
+        [],
+        ["token"]
+    ),
     rt!(
         "apps",
         "v1",

@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use apiserver_lite::admission::{Admission, Plugin};
 use apiserver_lite::auth::Authenticator;
 use apiserver_lite::http::ApiState;
 use apiserver_lite::registry::Registry;
@@ -33,7 +34,9 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let backend = SqliteBackend::open(&dir.path().join("db")).unwrap();
         let store = Arc::new(Store::open(Arc::new(backend)).unwrap());
-        let registry = Arc::new(Registry::new(store));
+        // No controller-manager makes `default` ServiceAccounts here (see registry.rs).
+        let admission = Admission::default().without(Plugin::ServiceAccount);
+        let registry = Arc::new(Registry::new(store).with_admission(admission));
         registry.bootstrap().await.unwrap();
         let listener = server::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -50,6 +53,8 @@ impl Server {
             auth: Authenticator::default(),
             address: addr.to_string(),
             kubelet,
+            tokens: None,
+            openid: None,
         });
         let stop = CancellationToken::new();
         let task = tokio::spawn(server::serve_insecure(listener, state, stop.clone()));

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver_lite::admission::{Admission, Plugin};
 use apiserver_lite::objects::FieldValidation;
 use apiserver_lite::registry::{
     DeleteOptions, ListAt, ListOptions, Propagation, Registry, WatchItem, WatchOptions, WatchStart,
@@ -24,7 +25,10 @@ fn pods() -> &'static ResourceType {
 
 async fn registry(dir: &std::path::Path) -> Arc<Registry> {
     let store = Store::open(Arc::new(SqliteBackend::open(&dir.join("db")).unwrap())).unwrap();
-    let r = Arc::new(Registry::new(Arc::new(store)));
+    // No controller-manager makes `default` ServiceAccounts here: pods are admitted without
+    // the ServiceAccount plugin, as upstream's integration tests run.
+    let admission = Admission::default().without(Plugin::ServiceAccount);
+    let r = Arc::new(Registry::new(Arc::new(store)).with_admission(admission));
     r.bootstrap().await.unwrap();
     r
 }
@@ -455,9 +459,10 @@ async fn new_pods_tolerate_unready_and_unreachable_nodes_for_the_configured_time
     let dir = tempfile::tempdir().unwrap();
     let store =
         Store::open(Arc::new(SqliteBackend::open(&dir.path().join("db")).unwrap())).unwrap();
-    let admission = apiserver_lite::admission::Admission {
+    let admission = Admission {
         default_not_ready_toleration_seconds: 30,
         default_unreachable_toleration_seconds: 45,
+        ..Admission::default().without(Plugin::ServiceAccount)
     };
     let r = Registry::new(Arc::new(store)).with_admission(admission);
     r.bootstrap().await.unwrap();

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use apiserver_lite::admission::{Admission, Plugin};
 use apiserver_lite::objects::FieldValidation;
 use apiserver_lite::registry::{Registry, WriteOptions};
 use apiserver_lite::resources::{ResourceType, find};
@@ -18,7 +19,10 @@ const NS: Option<&str> = Some("default");
 
 async fn registry(dir: &std::path::Path) -> Arc<Registry> {
     let store = Store::open(Arc::new(SqliteBackend::open(&dir.join("db")).unwrap())).unwrap();
-    let r = Arc::new(Registry::new(Arc::new(store)));
+    // No controller-manager makes `default` ServiceAccounts here: pods are admitted without
+    // the ServiceAccount plugin, as upstream's integration tests run.
+    let admission = Admission::default().without(Plugin::ServiceAccount);
+    let r = Arc::new(Registry::new(Arc::new(store)).with_admission(admission));
     r.bootstrap().await.unwrap();
     r
 }

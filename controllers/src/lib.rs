@@ -23,6 +23,8 @@
 //! - [`deployment`]: ReplicaSets for Deployments (rolling update, recreate, rollback,
 //!   conditions).
 //! - [`serviceaccount`]: a `default` ServiceAccount in every namespace.
+//! - [`rootcacertpublisher`]: the cluster CA as the ConfigMap `kube-root-ca.crt` in every
+//!   namespace (what pods' service-account volumes read).
 //! - [`gc`]: the garbage collector (a graph over every served kind, found by discovery;
 //!   background, foreground and orphan cascades).
 //! - [`cronjob`]: Jobs for CronJobs at their scheduled times (concurrency policy, missed
@@ -59,6 +61,7 @@ pub mod pods;
 pub mod ranking;
 pub mod rate_limiter;
 pub mod replicaset;
+pub mod rootcacertpublisher;
 pub mod selector;
 pub mod server;
 pub mod serviceaccount;

@@ -24,10 +24,12 @@ struct Args {
     kubeconfig: Option<PathBuf>,
     /// Controllers to run: `*` (every one on by default), `name` enables, `-name` disables;
     /// comma-separated. Known: replicaset-controller, deployment-controller,
-    /// serviceaccount-controller, job-controller, cronjob-controller,
+    /// serviceaccount-controller, root-ca-certificate-publisher-controller, job-controller,
+    /// cronjob-controller,
     /// ttl-after-finished-controller, garbage-collector-controller, daemonset-controller,
     /// node-lifecycle-controller, taint-eviction-controller, pod-garbage-collector-controller
-    /// (or replicaset, deployment, serviceaccount, job, cronjob, ttl-after-finished,
+    /// (or replicaset, deployment, serviceaccount, root-ca-cert-publisher, job, cronjob,
+    /// ttl-after-finished,
     /// garbagecollector, daemonset, nodelifecycle, podgc).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
@@ -108,6 +110,10 @@ struct Args {
     /// Finished pods kept before the pod GC deletes the oldest; 0 disables that.
     #[arg(long, default_value_t = 12500)]
     terminated_pod_gc_threshold: usize,
+    /// The CA bundle (PEM) published in every namespace as the ConfigMap `kube-root-ca.crt`
+    /// (default: the CA of --kubeconfig).
+    #[arg(long)]
+    root_ca_file: Option<PathBuf>,
     /// The HTTPS port for /healthz and /metrics; 0 disables it.
     #[arg(long, default_value_t = 10257)]
     secure_port: u16,
@@ -148,6 +154,17 @@ async fn main() -> anyhow::Result<()> {
     if let Some(e) = &election {
         e.validate()?;
     }
+    let kube_config = match &args.kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("loading {}", path.display()))?
+        }
+        None => kube::Config::infer().await.context("finding a kubeconfig")?,
+    };
+    let root_ca = root_ca(&args, &kube_config)?;
     let config = Config {
         controllers: args.controllers.clone(),
         leader_election: election,
@@ -170,6 +187,7 @@ async fn main() -> anyhow::Result<()> {
             unhealthy_zone_threshold: args.unhealthy_zone_threshold,
         },
         terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
+        root_ca,
         secure_addr: (args.secure_port != 0)
             .then(|| SocketAddr::new(args.bind_address, args.secure_port)),
         serving: Serving {
@@ -177,16 +195,6 @@ async fn main() -> anyhow::Result<()> {
             key_file: args.tls_private_key_file.clone(),
             cert_dir: args.cert_dir.clone(),
         },
-    };
-    let kube_config = match &args.kubeconfig {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-                .await
-                .with_context(|| format!("loading {}", path.display()))?
-        }
-        None => kube::Config::infer().await.context("finding a kubeconfig")?,
     };
     let client = kube::client::ClientBuilder::try_from(kube_config)?
         .with_layer(&controllers::throttle::ThrottleLayer::new(
@@ -197,4 +205,28 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(identity = %identity, leader_elect = args.leader_elect, "starting the controller-manager");
     let stop = daemon::stop_on_signal("controllers finish their syncs")?;
     controllers::run(client, config, stop).await.context("controller-manager")
+}
+
+/// What the root CA publisher publishes: `--root-ca-file`, else the kubeconfig's CA (as
+/// upstream's). Without either, a publisher that is to run is a start-up error.
+fn root_ca(args: &Args, kube_config: &kube::Config) -> anyhow::Result<String> {
+    if let Some(f) = &args.root_ca_file {
+        let pem = std::fs::read_to_string(f)
+            .with_context(|| format!("--root-ca-file {}", f.display()))?;
+        if !pem.contains("-----BEGIN CERTIFICATE-----") {
+            anyhow::bail!("--root-ca-file {}: no PEM certificate in it", f.display());
+        }
+        return Ok(pem);
+    }
+    let from_kubeconfig = kube_config.root_cert.as_deref().unwrap_or_default();
+    let publisher = manager::CONTROLLERS
+        .iter()
+        .find(|d| d.name == "root-ca-certificate-publisher-controller")
+        .is_some_and(|d| manager::is_enabled(d, &args.controllers));
+    if from_kubeconfig.is_empty() && publisher {
+        anyhow::bail!(
+            "root-ca-certificate-publisher-controller: no CA to publish: give --root-ca-file or a kubeconfig with certificate-authority(-data)"
+        );
+    }
+    Ok(controllers::rootcacertpublisher::pem_bundle(from_kubeconfig))
 }

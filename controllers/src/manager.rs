@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ServiceAccount};
 use leaderelection::{ElectionConfig, LeaderElector, LeaderError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -31,8 +31,8 @@ use crate::metrics::Metrics;
 use crate::server::{SecureServer, ServeError, Serving};
 use crate::workqueue::WorkQueue;
 use crate::{
-    cronjob, daemon, deployment, gc, job, nodelifecycle, podgc, replicaset, serviceaccount,
-    tainteviction, ttl_after_finished, worker,
+    cronjob, daemon, deployment, gc, job, nodelifecycle, podgc, replicaset, rootcacertpublisher,
+    serviceaccount, tainteviction, ttl_after_finished, worker,
 };
 
 /// How long the event writers may take to flush on stop.
@@ -58,6 +58,9 @@ pub struct Config {
     pub node_lifecycle: nodelifecycle::Config,
     /// `--terminated-pod-gc-threshold`.
     pub terminated_pod_gc_threshold: usize,
+    /// The CA bundle (PEM) published as `kube-root-ca.crt` in every namespace
+    /// (`--root-ca-file`, else the kubeconfig's CA).
+    pub root_ca: String,
     /// `None`: `--secure-port=0`, no serving.
     pub secure_addr: Option<SocketAddr>,
     pub serving: Serving,
@@ -132,6 +135,12 @@ pub const CONTROLLERS: &[Descriptor] = &[
         alias: "serviceaccount",
         enabled_by_default: true,
         start: start_serviceaccount,
+    },
+    Descriptor {
+        name: "root-ca-certificate-publisher-controller",
+        alias: "root-ca-cert-publisher",
+        enabled_by_default: true,
+        start: start_root_ca_publisher,
     },
     Descriptor { name: "job-controller", alias: "job", enabled_by_default: true, start: start_job },
     Descriptor {
@@ -276,6 +285,25 @@ fn start_serviceaccount(
         (ctx.config.concurrent_serviceaccount_syncs, ctx.metrics.queues.clone());
     Box::new(move |stop| {
         Box::pin(worker::run(serviceaccount::NAME, queue, ctrl, workers, metrics, stop))
+    })
+}
+
+fn start_root_ca_publisher(
+    ctx: &Context,
+) -> Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send> {
+    let (ns, cm) = (ctx.informers.get::<Namespace>(), ctx.informers.get::<ConfigMap>());
+    let queue = ctx.queue(rootcacertpublisher::NAME);
+    let ctrl = Arc::new(rootcacertpublisher::Publisher {
+        client: Arc::new(KubeClient { client: ctx.client.clone() }),
+        namespaces: ns.cache(),
+        config_maps: cm.cache(),
+        root_ca: ctx.config.root_ca.clone(),
+        queue: queue.clone(),
+    });
+    ctrl.register(&ns, &cm);
+    let metrics = ctx.metrics.queues.clone();
+    Box::new(move |stop| {
+        Box::pin(worker::run(rootcacertpublisher::NAME, queue, ctrl, 1, metrics, stop))
     })
 }
 
@@ -577,6 +605,7 @@ mod tests {
                 "replicaset",
                 "deployment",
                 "serviceaccount",
+                "root-ca-cert-publisher",
                 "job",
                 "cronjob",
                 "ttl-after-finished",
@@ -597,7 +626,8 @@ mod tests {
                 "-garbagecollector",
                 "-nodelifecycle",
                 "-taint-eviction-controller",
-                "-podgc"
+                "-podgc",
+                "-root-ca-cert-publisher"
             ]),
             ["replicaset", "serviceaccount", "daemonset"]
         );
@@ -612,7 +642,14 @@ mod tests {
                 "-daemonset-controller",
                 "*"
             ]),
-            ["deployment", "serviceaccount", "nodelifecycle", "taint-eviction-controller", "podgc"]
+            [
+                "deployment",
+                "serviceaccount",
+                "root-ca-cert-publisher",
+                "nodelifecycle",
+                "taint-eviction-controller",
+                "podgc"
+            ]
         );
         assert!(enabled(&[]).is_empty());
         assert_eq!(

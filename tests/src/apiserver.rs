@@ -20,6 +20,10 @@ pub fn kubectl_binary() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// The flag that runs the `ServiceAccount` admission plugin (off by default in the harness,
+/// see [`ApiServer::start_with`]).
+pub const SERVICE_ACCOUNTS: &str = "--enable-admission-plugins=ServiceAccount";
+
 #[derive(Debug)]
 pub struct ApiServer {
     dir: tempfile::TempDir,
@@ -34,21 +38,30 @@ impl ApiServer {
         Self::start_with(&[])
     }
 
-    /// Starts with extra flags (e.g. `--token-auth-file`).
+    /// Starts with extra flags (e.g. `--token-auth-file`, [`SERVICE_ACCOUNTS`]).
     pub fn start_with(extra: &[&str]) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-apiserver-").tempdir()?;
         Self::start_in(dir, extra)
     }
 
     /// Starts with its data and PKI under `dir` (removed when it is dropped).
+    ///
+    /// Unless `extra` names admission plugins itself, the `ServiceAccount` plugin is off, as in
+    /// upstream's integration tests: most harnesses run no controller-manager (which makes
+    /// each namespace's `default` ServiceAccount and `kube-root-ca.crt`), and the kubelet does
+    /// not mount projected service-account volumes yet. [`SERVICE_ACCOUNTS`] turns it on.
     fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> anyhow::Result<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let mut extra: Vec<String> = extra.iter().map(|s| (*s).to_string()).collect();
+        if !extra.iter().any(|f| f.contains("-admission-plugins")) {
+            extra.push("--disable-admission-plugins=ServiceAccount".into());
+        }
         let mut me = Self {
             dir,
             port,
             child: None,
             binary: crate::workspace_binary("apiserver-lite")?,
-            extra: extra.iter().map(|s| (*s).to_string()).collect(),
+            extra,
         };
         me.spawn()?;
         Ok(me)

@@ -2,18 +2,19 @@
 //! response. Non-resource routes (version, health, discovery, OpenAPI) live here; resources in
 //! [`resource`], watch streaming in [`watch`], bodies in [`body`], `pods/log`, `pods/exec` and
 //! `pods/attach` proxied to kubelets in [`proxy`], `pods/portforward` (with the WebSocket tunnel
-//! kubectl uses) in [`portforward`].
+//! kubectl uses) in [`portforward`], `serviceaccounts/token` in [`token`].
 
 pub mod body;
 pub mod portforward;
 pub mod proxy;
 mod resource;
+mod token;
 mod watch;
 
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use hyper::header::{ACCEPT, AUTHORIZATION};
+use hyper::header::{ACCEPT, AUTHORIZATION, HeaderValue};
 use hyper::{Method, Request, Response};
 
 use crate::auth::{Authenticator, User};
@@ -21,6 +22,7 @@ use crate::discovery;
 use crate::errors::ApiError;
 use crate::registry::Registry;
 use crate::request::{self, Query, Route};
+use crate::serviceaccount::{self, openid};
 use body::Body;
 
 /// What every request handler shares.
@@ -32,6 +34,10 @@ pub struct ApiState {
     pub address: String,
     /// How `pods/log`, `pods/exec`, `pods/attach` and `pods/portforward` reach kubelets.
     pub kubelet: proxy::KubeletClient,
+    /// How `serviceaccounts/token` signs (none: the subresource is not served).
+    pub tokens: Option<Arc<serviceaccount::Issuer>>,
+    /// The issuer's discovery documents (none when the issuer is no https URL).
+    pub openid: Option<openid::Discovery>,
 }
 
 /// How the connection authenticated, before the request's own credentials.
@@ -46,8 +52,8 @@ pub enum Peer {
 fn admin() -> User {
     User {
         name: "system:admin".into(),
-        uid: String::new(),
         groups: vec!["system:masters".into(), "system:authenticated".into()],
+        ..User::default()
     }
 }
 
@@ -114,9 +120,24 @@ async fn serve(
             body::json(200, &discovery::openapi_v3(&g, &v).ok_or_else(not_found)?)
         }
         Route::OpenApiV2 => return Err(not_found()),
+        Route::OpenIdConfiguration => {
+            let d = state.openid.as_ref().ok_or_else(not_found)?;
+            cached(body::bytes_response(200, "application/json", d.config.clone()))
+        }
+        Route::OpenIdKeys => {
+            let d = state.openid.as_ref().ok_or_else(not_found)?;
+            cached(body::bytes_response(200, openid::JWKS_CONTENT_TYPE, d.keys.clone()))
+        }
         Route::Resource(rr) => {
             let user = user.ok_or_else(ApiError::unauthorized)?;
             resource::handle(state, &user, req, rr, query).await?
         }
     })
+}
+
+/// Issuer documents may be cached for an hour, as upstream serves them.
+fn cached(mut resp: Response<Body>) -> Response<Body> {
+    resp.headers_mut()
+        .insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static(openid::CACHE_CONTROL));
+    resp
 }

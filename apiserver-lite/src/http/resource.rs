@@ -1,6 +1,6 @@
 //! The resource verbs over HTTP: list, watch, get, create, update, patch, delete and
 //! deletecollection, and the `status`, `scale` and `binding` subresources; `log` and `exec` go to
-//! [`proxy`](super::proxy).
+//! [`proxy`](super::proxy), `serviceaccounts/token` to [`token`](super::token).
 
 use api::validation::selector::Selector;
 use api::validation::{ErrorList, FieldError, NEGATIVE_MSG, Path};
@@ -83,7 +83,7 @@ fn forbidden_option(field: &str, detail: &str) -> ApiError {
     ApiError::invalid_list_options(&errors)
 }
 
-fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
+pub(super) fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
     for w in warnings {
         if let Ok(v) = HeaderValue::from_str(&format!("299 - {:?}", w)) {
             resp.headers_mut().append("Warning", v);
@@ -145,6 +145,12 @@ pub async fn handle(
             }
             _ => {}
         }
+    }
+    if rr.resource.group.is_empty()
+        && rr.resource.name == "serviceaccounts"
+        && rr.subresource.as_deref() == Some("token")
+    {
+        return super::token::create(state, user, req, &rr, &q).await;
     }
     let (parts, incoming) = req.into_parts();
     let r: &'static ResourceType = rr.resource;

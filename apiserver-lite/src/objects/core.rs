@@ -7,11 +7,17 @@ use serde_json::{Value, json};
 
 use crate::errors::ApiError;
 
-/// Upstream's pod defaults, plus the service account and priority its admission sets.
+/// Upstream's pod defaults, plus the priority its admission sets. The deprecated
+/// `serviceAccount` names the account when `serviceAccountName` does not, as upstream's
+/// conversion reads it (the `ServiceAccount` admission plugin fills in `default`).
 pub(super) fn default_pod(pod: &mut Pod) {
     api::defaults::default_pod(pod);
     if let Some(spec) = pod.spec.as_mut() {
-        spec.service_account_name.get_or_insert_with(|| "default".into());
+        if spec.service_account_name.as_deref().unwrap_or_default().is_empty()
+            && let Some(old) = spec.service_account.clone().filter(|s| !s.is_empty())
+        {
+            spec.service_account_name = Some(old);
+        }
         spec.priority.get_or_insert(0);
     }
 }

@@ -39,7 +39,10 @@ fn create_sets_metadata_and_pod_status() {
     assert_eq!(obj["status"]["phase"], "Pending");
     assert_eq!(obj["status"]["qosClass"], "BestEffort");
     assert_eq!(obj["spec"]["restartPolicy"], "Always");
-    assert_eq!(obj["spec"]["serviceAccountName"], "default");
+    assert!(obj["spec"].get("serviceAccountName").is_none(), "admission names the account");
+    let mut old_field = json!({"spec": {"serviceAccount": "robot", "containers": [{"name": "c"}]}});
+    apply_defaults(pods, &mut old_field).unwrap();
+    assert_eq!(old_field["spec"]["serviceAccountName"], "robot");
     let mut wrong = json!({"metadata": {"namespace": "other"}});
     assert_eq!(prepare_create(pods, Some("default"), &mut wrong).unwrap_err().code, 400);
 }

@@ -78,6 +78,7 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
             done(&r, "SelfSubjectRulesReview")?;
             Ok(v)
         }
+        ("authentication.k8s.io/v1", "TokenRequest") => token_request(message(raw)?),
         ("authentication.k8s.io/v1", "SelfSubjectReview") => {
             let mut r: authn::SelfSubjectReview = message(raw)?;
             let v = obj([("metadata", object_meta(r.metadata.take())?)]);
@@ -89,7 +90,7 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
             415,
             "UnsupportedMediaType",
             format!(
-                "protobuf bodies are decoded for Deployment, Job, CronJob, Namespace, ConfigMap, Secret, Service, Pod, SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview; send {api_version} {kind} as JSON"
+                "protobuf bodies are decoded for Deployment, Job, CronJob, Namespace, ConfigMap, Secret, Service, Pod, SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and TokenRequest; send {api_version} {kind} as JSON"
             ),
         )),
     }
@@ -131,6 +132,33 @@ fn access_review(mut r: authz::SelfSubjectAccessReview) -> R {
     let v = obj([("metadata", object_meta(r.metadata.take())?), ("spec", spec)]);
     r.status = None;
     done(&r, "SelfSubjectAccessReview")?;
+    Ok(v)
+}
+
+/// `kubectl create token`'s request.
+fn token_request(mut r: authn::TokenRequest) -> R {
+    let spec = nested(r.spec.take(), |mut s| {
+        let bound = nested(s.bound_object_ref.take(), |mut b| {
+            let v = obj([
+                ("kind", plain(b.kind.take())),
+                ("apiVersion", plain(b.api_version.take())),
+                ("name", plain(b.name.take())),
+                ("uid", plain(b.u_id.take())),
+            ]);
+            done(&b, "BoundObjectReference")?;
+            Ok(v)
+        })?;
+        let v = obj([
+            ("audiences", strings(take(&mut s.audiences))),
+            ("expirationSeconds", ptr(s.expiration_seconds.take())),
+            ("boundObjectRef", bound),
+        ]);
+        done(&s, "TokenRequestSpec")?;
+        Ok(v)
+    })?;
+    let v = obj([("metadata", object_meta(r.metadata.take())?), ("spec", spec)]);
+    r.status = None;
+    done(&r, "TokenRequest")?;
     Ok(v)
 }
 

@@ -281,3 +281,29 @@ fn a_field_this_server_does_not_convert_is_refused_not_dropped() {
         0
     ));
 }
+
+#[test]
+fn a_token_request_as_kubectl_create_token_sends_it() {
+    use k8s_pb::api::authentication::v1 as authn;
+    let request = authn::TokenRequest {
+        metadata: Some(meta::ObjectMeta::default()),
+        spec: Some(authn::TokenRequestSpec {
+            audiences: vec!["x".into()],
+            expiration_seconds: Some(600),
+            bound_object_ref: Some(authn::BoundObjectReference {
+                kind: Some("Pod".into()),
+                api_version: Some("v1".into()),
+                name: Some("web".into()),
+                u_id: Some(String::new()),
+            }),
+        }),
+        status: Some(Default::default()),
+    };
+    let raw = envelope("authentication.k8s.io/v1", "TokenRequest", request.encode_to_vec());
+    assert_eq!(
+        decode(&raw).unwrap(),
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": {},
+               "spec": {"audiences": ["x"], "expirationSeconds": 600,
+                        "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web"}}})
+    );
+}

@@ -188,10 +188,12 @@ impl Registry {
         let (mut obj, unknown) = objects::decode(r, obj)?;
         let warnings = field_warnings(&unknown, validation)?;
         objects::apply_defaults(r, &mut obj)?;
-        self.admission.admit(r, None, &mut obj)?;
+        // Upstream's NamespaceLifecycle admits first: no account is looked up in a namespace
+        // that does not exist.
+        self.require_namespace(r, ns)?;
+        self.admission.admit_create(r, ns, &mut obj, self).await?;
         objects::prepare_for_create(r, &mut obj)?;
         objects::validate(r, &obj)?;
-        self.require_namespace(r, ns)?;
         if r.group.is_empty() && r.kind == "Service" {
             self.allocate_cluster_ip(&mut obj);
         }
@@ -273,7 +275,7 @@ impl Registry {
                     return Err(ApiError::stale(r, name));
                 }
                 objects::apply_defaults(r, &mut new)?;
-                self.admission.admit(r, sub, &mut new)?;
+                self.admission.admit_update(r, sub, &mut new)?;
                 objects::prepare_update(r, sub, &old, &mut new)?;
                 objects::validate_update(r, sub, &old, &new)?;
                 new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();

@@ -27,7 +27,7 @@ use crate::registry::{self, Registry};
 use crate::resources::{RESOURCES, ResourceType};
 
 /// Why a request the interim authorizer refuses is refused, for `kubectl auth can-i` to print.
-pub const DENIED: &str = "apiserver-lite's interim authorizer (until RBAC): system:masters may do anything, authenticated users may read and ask the reviews, a node may write only its own Node, Lease, pods and events";
+pub const DENIED: &str = "apiserver-lite's interim authorizer (until RBAC): system:masters may do anything, authenticated users may read and ask the reviews, a node may write only its own Node, Lease, pods and events and request tokens for its pods' service accounts";
 
 /// A value rendered as-is in a field error (`null`, or a JSON document).
 struct Raw(String);
@@ -131,6 +131,7 @@ fn subject_of(spec: &SubjectAccessReviewSpec) -> (User, SelfSubjectAccessReviewS
         name: spec.user.clone().unwrap_or_default(),
         uid: spec.uid.clone().unwrap_or_default(),
         groups: spec.groups.clone().unwrap_or_default(),
+        extra: spec.extra.clone().unwrap_or_default(),
     };
     let asked = SelfSubjectAccessReviewSpec {
         resource_attributes: spec.resource_attributes.clone(),
@@ -139,20 +140,23 @@ fn subject_of(spec: &SubjectAccessReviewSpec) -> (User, SelfSubjectAccessReviewS
     (subject, asked)
 }
 
-/// Whom a token names, by the same authenticator that checks requests. Tokens from the token
-/// file are not bound to audiences, so the audiences asked for are the audiences answered.
+/// Whom a token names, by the same authenticator that checks requests, for the audiences
+/// asked (the API's when none are), as upstream's TokenReview: the audiences answered are
+/// those of the token among the ones asked. Tokens from the token file are not bound to
+/// audiences, so the audiences asked for are the audiences answered.
 fn token_review(authenticator: &Authenticator, spec: &TokenReviewSpec) -> TokenReviewStatus {
     let token = spec.token.as_deref().unwrap_or_default();
-    match authenticator.user_for_token(token).filter(|_| !token.is_empty()) {
-        Some(user) => TokenReviewStatus {
+    let audiences = spec.audiences.as_deref().filter(|a| !a.is_empty());
+    match authenticator.review(token, audiences, jiff::Timestamp::now().as_second()) {
+        Ok(a) => TokenReviewStatus {
             authenticated: Some(true),
-            user: Some(user_info(&user)),
-            audiences: spec.audiences.clone(),
+            user: Some(user_info(&a.user)),
+            audiences: Some(a.audiences).filter(|a| !a.is_empty()),
             error: None,
         },
-        None => TokenReviewStatus {
+        Err(e) => TokenReviewStatus {
             authenticated: Some(false),
-            error: Some("invalid bearer token".into()),
+            error: Some(e.to_string()),
             ..Default::default()
         },
     }
@@ -163,7 +167,7 @@ fn user_info(user: &User) -> UserInfo {
         username: Some(user.name.clone()),
         uid: Some(user.uid.clone()).filter(|u| !u.is_empty()),
         groups: Some(user.groups.clone()),
-        extra: None,
+        extra: Some(user.extra.clone()).filter(|e| !e.is_empty()),
     }
 }
 
@@ -246,8 +250,8 @@ mod tests {
     fn user(name: &str, groups: &[&str]) -> User {
         User {
             name: name.into(),
-            uid: String::new(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..User::default()
         }
     }
 

@@ -58,7 +58,7 @@ pub fn rules(user: &User, namespace: &str) -> SubjectRulesReviewStatus {
         resource_rules.push(rule(&["*"], &[""], &["pods/status"], &[]));
         resource_rules.push(rule(&["create", "patch"], &["", "events.k8s.io"], &["events"], &[]));
         evaluation_error = Some(format!(
-            "rights that depend on the object are not listed: node {node:?} may also create its own Node and write the pods bound to it (spec.nodeName {node:?})"
+            "rights that depend on the object are not listed: node {node:?} may also create its own Node, write the pods bound to it (spec.nodeName {node:?}) and request tokens for their service accounts, bound to them"
         ));
     }
     SubjectRulesReviewStatus {
@@ -76,7 +76,7 @@ mod tests {
     use crate::resources::ResourceType;
 
     fn user(name: &str, groups: &[&str]) -> User {
-        User { name: name.into(), uid: String::new(), groups: strings(groups) }
+        User { name: name.into(), groups: strings(groups), ..User::default() }
     }
 
     /// RBAC's matching: a rule allows a request when each of verb, group, resource (with its

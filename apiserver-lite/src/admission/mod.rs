@@ -1,0 +1,172 @@
+//! Admission: what the server changes in (and refuses of) an object a client sends, after
+//! defaults and before validation, as upstream's default-on plugins do:
+//!
+//! - [`tolerations`]: `DefaultTolerationSeconds` (pods, create and update);
+//! - [`service_account`]: `ServiceAccount` (pods, create): the account, its token volume, its
+//!   pull secrets.
+//!
+//! Which run is kube-apiserver's `--enable-admission-plugins`/`--disable-admission-plugins`
+//! ([`plugins`]); both are on by default.
+
+pub mod service_account;
+pub mod tolerations;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+
+use crate::errors::ApiError;
+use crate::resources::ResourceType;
+use crate::serviceaccount::Objects;
+pub use tolerations::{TAINT_NOT_READY, TAINT_UNREACHABLE};
+
+/// The plugins this server has, by upstream's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Plugin {
+    DefaultTolerationSeconds,
+    ServiceAccount,
+}
+
+impl Plugin {
+    pub const ALL: [Plugin; 2] = [Plugin::DefaultTolerationSeconds, Plugin::ServiceAccount];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Plugin::DefaultTolerationSeconds => "DefaultTolerationSeconds",
+            Plugin::ServiceAccount => "ServiceAccount",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginError {
+    #[error(
+        "{flag} plugin {name:?} is unknown or not implemented by apiserver-lite (it has DefaultTolerationSeconds and ServiceAccount)"
+    )]
+    Unknown { flag: &'static str, name: String },
+    #[error("{0:?} in enable-admission-plugins and disable-admission-plugins overlapped")]
+    Overlap(String),
+}
+
+/// The plugins that run: every one (all are on by default upstream) but those disabled.
+/// Enabling names one of ours (a no-op beyond checking the name).
+pub fn plugins(enable: &[String], disable: &[String]) -> Result<Vec<Plugin>, PluginError> {
+    let find = |flag: &'static str, name: &String| {
+        Plugin::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| PluginError::Unknown { flag, name: name.clone() })
+    };
+    let enabled = enable
+        .iter()
+        .map(|n| find("enable-admission-plugins", n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let disabled = disable
+        .iter()
+        .map(|n| find("disable-admission-plugins", n))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(p) = enabled.iter().find(|p| disabled.contains(p)) {
+        return Err(PluginError::Overlap(p.name().to_string()));
+    }
+    Ok(Plugin::ALL.into_iter().filter(|p| !disabled.contains(p)).collect())
+}
+
+/// The admission plugins and their settings (kube-apiserver's flags of the same names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// `--default-not-ready-toleration-seconds`.
+    pub default_not_ready_toleration_seconds: i64,
+    /// `--default-unreachable-toleration-seconds`.
+    pub default_unreachable_toleration_seconds: i64,
+    /// The plugins that run.
+    pub plugins: Vec<Plugin>,
+}
+
+impl Default for Admission {
+    fn default() -> Self {
+        Self {
+            default_not_ready_toleration_seconds: 300,
+            default_unreachable_toleration_seconds: 300,
+            plugins: Plugin::ALL.to_vec(),
+        }
+    }
+}
+
+fn is_pod(r: &ResourceType) -> bool {
+    r.group.is_empty() && r.kind == "Pod"
+}
+
+fn typed(obj: &Value) -> Result<Pod, ApiError> {
+    serde_json::from_value(obj.clone()).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+fn untyped(pod: &Pod) -> Result<Value, ApiError> {
+    serde_json::to_value(pod).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+impl Admission {
+    /// Without `plugin`.
+    pub fn without(mut self, plugin: Plugin) -> Self {
+        self.plugins.retain(|p| *p != plugin);
+        self
+    }
+
+    fn on(&self, p: Plugin) -> bool {
+        self.plugins.contains(&p)
+    }
+
+    fn tolerations(&self, pod: &mut Pod) -> bool {
+        self.on(Plugin::DefaultTolerationSeconds)
+            && tolerations::admit(
+                pod,
+                self.default_not_ready_toleration_seconds,
+                self.default_unreachable_toleration_seconds,
+            )
+    }
+
+    /// The plugins on an object being created in `namespace`; `objects` is where accounts are
+    /// looked up.
+    pub async fn admit_create(
+        &self,
+        r: &ResourceType,
+        namespace: Option<&str>,
+        obj: &mut Value,
+        objects: &dyn Objects,
+    ) -> Result<(), ApiError> {
+        if !is_pod(r) {
+            return Ok(());
+        }
+        let mut pod = typed(obj)?;
+        self.tolerations(&mut pod);
+        if self.on(Plugin::ServiceAccount) {
+            let ns = namespace.unwrap_or_default();
+            let suffix = crate::objects::generate_name("");
+            service_account::admit(&mut pod, ns, objects, &suffix).await.map_err(|why| {
+                let name = pod.metadata.name.as_deref().unwrap_or_default();
+                ApiError::forbidden_object(r, name, &why.to_string())
+            })?;
+        }
+        *obj = untyped(&pod)?;
+        Ok(())
+    }
+
+    /// The plugins on an object replaced through its main resource (not a subresource):
+    /// `DefaultTolerationSeconds` only, as `ServiceAccount` admits creates only.
+    pub fn admit_update(
+        &self,
+        r: &ResourceType,
+        sub: Option<&str>,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        if !is_pod(r) || sub.is_some() {
+            return Ok(());
+        }
+        let mut pod = typed(obj)?;
+        if self.tolerations(&mut pod) {
+            *obj = untyped(&pod)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
