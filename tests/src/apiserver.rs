@@ -48,8 +48,8 @@ impl ApiServer {
     ///
     /// Unless `extra` names admission plugins itself, the `ServiceAccount` plugin is off, as in
     /// upstream's integration tests: most harnesses run no controller-manager (which makes
-    /// each namespace's `default` ServiceAccount and `kube-root-ca.crt`), and the kubelet does
-    /// not mount projected service-account volumes yet. [`SERVICE_ACCOUNTS`] turns it on.
+    /// each namespace's `default` ServiceAccount and `kube-root-ca.crt`). [`SERVICE_ACCOUNTS`]
+    /// turns it on (`local-up` does: it runs the controller-manager).
     fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> anyhow::Result<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let mut extra: Vec<String> = extra.iter().map(|s| (*s).to_string()).collect();
@@ -81,7 +81,23 @@ impl ApiServer {
         Self::start_for_nodes_in(dir, nodes)
     }
 
+    /// [`start_for_nodes`](Self::start_for_nodes) with extra flags (e.g. [`SERVICE_ACCOUNTS`],
+    /// for a cluster whose controller-manager makes each namespace's `default` ServiceAccount
+    /// and `kube-root-ca.crt`).
+    pub fn start_for_nodes_with(nodes: &[&str], extra: &[&str]) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("e2e-apiserver-").tempdir()?;
+        Self::start_for_nodes_in_with(dir, nodes, extra)
+    }
+
     fn start_for_nodes_in(dir: tempfile::TempDir, nodes: &[&str]) -> anyhow::Result<Self> {
+        Self::start_for_nodes_in_with(dir, nodes, &[])
+    }
+
+    fn start_for_nodes_in_with(
+        dir: tempfile::TempDir,
+        nodes: &[&str],
+        extra: &[&str],
+    ) -> anyhow::Result<Self> {
         let tokens = dir.path().join("tokens.csv");
         let csv: String = nodes
             .iter()
@@ -90,7 +106,9 @@ impl ApiServer {
             .collect();
         std::fs::write(&tokens, csv)?;
         let path = tokens.to_string_lossy().into_owned();
-        Self::start_in(dir, &["--token-auth-file", &path])
+        let mut flags = vec!["--token-auth-file", &path];
+        flags.extend_from_slice(extra);
+        Self::start_in(dir, &flags)
     }
 
     /// A kubeconfig that authenticates as `system:node:<node>` (see `start_for_nodes`).

@@ -18,7 +18,7 @@ use e2e::kubelet::Kubelet;
 use e2e::registry::http_get;
 use e2e::scheduler::Scheduler;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use kube::Api;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -40,7 +40,8 @@ struct Cluster {
 
 async fn bring_up(containerd: &Containerd) -> anyhow::Result<Cluster> {
     containerd.import_test_images()?;
-    let api = ApiServer::start_for_nodes(&[NODE]).context("start apiserver-lite")?;
+    let api = ApiServer::start_for_nodes_with(&[NODE], &[e2e::apiserver::SERVICE_ACCOUNTS])
+        .context("start apiserver-lite")?;
     let scheduler = Scheduler::start(&api, &[]).context("start the scheduler")?;
     // The admin kubeconfig for now; the authorization issue gives it its own identity.
     let controllers =
@@ -64,6 +65,16 @@ fn running(pod: Pod) -> Option<(Pod, String)> {
 /// The seed's flow through the API, and what the user sees of it.
 async fn seed_flow(c: &Cluster) -> anyhow::Result<()> {
     let client = c.api.admin_client().await?;
+    // The ServiceAccount admission plugin refuses pods until the controller-manager has made
+    // the namespace's `default` account (and the token volume needs `kube-root-ca.crt`), as
+    // on a freshly started upstream cluster.
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    e2e::eventually("the default ServiceAccount and kube-root-ca.crt", WAIT, POLL, || async {
+        accounts.get("default").await.ok()?;
+        config_maps.get("kube-root-ca.crt").await.ok()
+    })
+    .await?;
     let pods: Api<Pod> = Api::namespaced(client, "default");
     let manifest = examples_dir().join("nginx-pod.yaml");
     let out = c.api.kubectl(&["create", "-f", &manifest.display().to_string()])?;
@@ -85,6 +96,17 @@ async fn seed_flow(c: &Cluster) -> anyhow::Result<()> {
         running(pods.get(&mirror).await.ok()?)
     })
     .await?;
+    // The ServiceAccount admission plugin gave the pod its token volume, which the kubelet
+    // filled with a token it requested for the pod, the cluster CA and the namespace.
+    let args = ["exec", "nginx-pod", "--", "ls", "/var/run/secrets/kubernetes.io/serviceaccount"];
+    let out = c.api.kubectl(&args)?;
+    let listing = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(
+        ["ca.crt", "namespace", "token"].iter().all(|f| listing.lines().any(|l| l == *f)),
+        "the service account volume of nginx-pod holds {listing:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    print!("$ kubectl {}\n{listing}", args.join(" "));
     let out = c.api.kubectl(&["get", "pods", "-o", "wide"])?;
     print!("$ kubectl get pods -o wide\n{}", String::from_utf8_lossy(&out.stdout));
     let page = match ip.parse() {
