@@ -24,6 +24,14 @@ pub fn kubectl_binary() -> anyhow::Result<PathBuf> {
 /// see [`ApiServer::start_with`]).
 pub const SERVICE_ACCOUNTS: &str = "--enable-admission-plugins=ServiceAccount";
 
+/// What one kubectl run printed, and whether it succeeded.
+#[derive(Debug)]
+pub struct KubectlRun {
+    pub out: String,
+    pub err: String,
+    pub ok: bool,
+}
+
 #[derive(Debug)]
 pub struct ApiServer {
     dir: tempfile::TempDir,
@@ -217,6 +225,16 @@ impl ApiServer {
             .env("HOME", home)
             .stdin(Stdio::null())
             .output()?)
+    }
+
+    /// [`kubectl`](Self::kubectl) with its output as text.
+    pub fn kubectl_run(&self, args: &[&str]) -> anyhow::Result<KubectlRun> {
+        let o = self.kubectl(args)?;
+        Ok(KubectlRun {
+            out: String::from_utf8_lossy(&o.stdout).into_owned(),
+            err: String::from_utf8_lossy(&o.stderr).into_owned(),
+            ok: o.status.success(),
+        })
     }
 
     pub fn log_tail(&self, n: usize) -> String {

@@ -6,22 +6,11 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use base64::Engine;
-use e2e::apiserver::ApiServer;
+use e2e::apiserver::{ApiServer, KubectlRun as Run};
 use serde_json::Value;
 
-struct Run {
-    out: String,
-    err: String,
-    ok: bool,
-}
-
 fn k(server: &ApiServer, args: &[&str]) -> Run {
-    let o = server.kubectl(args).unwrap();
-    Run {
-        out: String::from_utf8_lossy(&o.stdout).into_owned(),
-        err: String::from_utf8_lossy(&o.stderr).into_owned(),
-        ok: o.status.success(),
-    }
+    server.kubectl_run(args).unwrap()
 }
 
 /// Writes `yaml` to a file and runs `kubectl <verb> -f` on it.

@@ -6,21 +6,10 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use e2e::apiserver::{ApiServer, kubectl_binary};
-
-struct Run {
-    out: String,
-    err: String,
-    ok: bool,
-}
+use e2e::apiserver::{ApiServer, KubectlRun as Run, kubectl_binary};
 
 fn k(server: &ApiServer, args: &[&str]) -> Run {
-    let o = server.kubectl(args).unwrap();
-    Run {
-        out: String::from_utf8_lossy(&o.stdout).into_owned(),
-        err: String::from_utf8_lossy(&o.stderr).into_owned(),
-        ok: o.status.success(),
-    }
+    server.kubectl_run(args).unwrap()
 }
 
 /// Runs kubectl and requires success, returning stdout.
