@@ -20,11 +20,21 @@ impl JoinedNode {
 
     /// [`JoinedNode::start`], the kubelet started with more flags.
     pub async fn start_with_kubelet_flags(node: &str, flags: &[&str]) -> anyhow::Result<Self> {
-        let api = ApiServer::start_for_nodes(&[node])?;
+        Self::start_with(node, &[], flags).await
+    }
+
+    /// [`JoinedNode::start`], apiserver-lite and the kubelet started with more flags (e.g.
+    /// [`crate::apiserver::SERVICE_ACCOUNTS`]).
+    pub async fn start_with(
+        node: &str,
+        api_flags: &[&str],
+        kubelet_flags: &[&str],
+    ) -> anyhow::Result<Self> {
+        let api = ApiServer::start_for_nodes_with(&[node], api_flags)?;
         let containerd = Containerd::start(Default::default()).await?;
         containerd.import_test_images()?;
         let kubeconfig = api.node_kubeconfig(node)?;
-        let kubelet = Kubelet::start_joined_with(&containerd, node, &kubeconfig, flags)?;
+        let kubelet = Kubelet::start_joined_with(&containerd, node, &kubeconfig, kubelet_flags)?;
         Ok(Self { api, containerd, kubelet })
     }
 
