@@ -305,6 +305,7 @@ fn validate_container_common(
     if let Some(r) = &c.resources {
         validate_resources(r, &path.child("resources"), errs);
     }
+    super::security_context::validate_container(c.security_context.as_ref(), path, errs);
 }
 
 fn validate_ports(ports: &[ContainerPort], path: &Path, errs: &mut ErrorList) {

@@ -12,6 +12,7 @@ mod container;
 pub mod meta;
 pub mod names;
 pub mod pod;
+mod security_context;
 pub mod selector;
 mod volume;
 

@@ -150,6 +150,7 @@ fn validate_pod_spec(spec: &PodSpec, path: &Path) -> ErrorList {
         &path.child("volumes"),
         &mut errs,
     );
+    super::security_context::validate_pod(spec, path, &mut errs);
     let grace = spec.termination_grace_period_seconds;
     validate_containers(&spec.containers, &volumes, grace, &path.child("containers"), &mut errs);
     let init = spec.init_containers.as_deref().unwrap_or_default();

@@ -74,6 +74,8 @@ pub struct ContainerContext<'a> {
     pub envs: Vec<cri::KeyValue>,
     pub mounts: Vec<cri::Mount>,
     pub memory_capacity: u64,
+    /// The effective security context, by [`super::security_context::container`].
+    pub security_context: cri::LinuxContainerSecurityContext,
 }
 
 /// Upstream's OOM score for a container of a pod with this QoS.
@@ -122,25 +124,6 @@ pub fn linux_resources(
         cpu_shares,
         memory_limit_in_bytes: memory_limit,
         oom_score_adj: oom_score_adj(qos, memory_request, memory_capacity),
-        ..Default::default()
-    }
-}
-
-fn security_context(pod: &Pod, c: &Container) -> cri::LinuxContainerSecurityContext {
-    let sc = c.security_context.as_ref();
-    let caps = sc.and_then(|s| s.capabilities.as_ref());
-    cri::LinuxContainerSecurityContext {
-        capabilities: caps.map(|c| cri::Capability {
-            add_capabilities: c.add.clone().unwrap_or_default(),
-            drop_capabilities: c.drop.clone().unwrap_or_default(),
-            add_ambient_capabilities: Vec::new(),
-        }),
-        privileged: sc.and_then(|s| s.privileged).unwrap_or(false),
-        run_as_user: sc.and_then(|s| s.run_as_user).map(|value| cri::Int64Value { value }),
-        run_as_group: sc.and_then(|s| s.run_as_group).map(|value| cri::Int64Value { value }),
-        readonly_rootfs: sc.and_then(|s| s.read_only_root_filesystem).unwrap_or(false),
-        no_new_privs: sc.and_then(|s| s.allow_privilege_escalation).is_some_and(|a| !a),
-        namespace_options: Some(super::sandbox::namespace_options(pod)),
         ..Default::default()
     }
 }
@@ -208,7 +191,7 @@ pub fn container_config(ctx: ContainerContext<'_>) -> cri::ContainerConfig {
         annotations,
         linux: Some(cri::LinuxContainerConfig {
             resources: Some(linux_resources(c, qos, ctx.memory_capacity)),
-            security_context: Some(security_context(ctx.pod, c)),
+            security_context: Some(ctx.security_context),
         }),
         ..Default::default()
     }
@@ -216,6 +199,8 @@ pub fn container_config(ctx: ContainerContext<'_>) -> cri::ContainerConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]
@@ -276,6 +261,13 @@ mod tests {
             envs: vec![cri::KeyValue { key: "GREETING".into(), value: "hi".into() }],
             mounts: vec![],
             memory_capacity: 1 << 30,
+            security_context: crate::runtime::security_context::container(
+                &pod,
+                container,
+                Path::new("/var/lib/kubelet/seccomp"),
+                false,
+            )
+            .unwrap(),
         };
         let cfg = container_config(ctx);
         assert_eq!(cfg.envs.len(), 1);

@@ -3,7 +3,8 @@
 //! - [`status`]: the runtime's view of a pod, decoded from CRI labels and annotations.
 //! - [`actions`]: `compute_pod_actions`, the pure plan for one sync.
 //! - [`sync`]: executes the plan: sandbox, init containers one by one, app containers.
-//! - [`sandbox`] and [`container`]: CRI configs from the pod spec.
+//! - [`sandbox`] and [`container`]: CRI configs from the pod spec, with the effective
+//!   [`security_context`] (`runAsNonRoot` checked against the image's user).
 //! - [`images`]: pulls by pull policy with ImagePullBackOff, with the credentials of
 //!   [`pull_secrets`] (fetched from the apiserver) and the node's config.
 //!
@@ -20,6 +21,7 @@ pub mod images;
 pub mod logs;
 pub mod pull_secrets;
 pub mod sandbox;
+pub mod security_context;
 pub mod status;
 pub mod sync;
 pub mod volumes;

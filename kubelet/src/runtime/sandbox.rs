@@ -105,6 +105,7 @@ pub fn sandbox_config(
     log_dir: &Path,
     cgroup_parent: &str,
     host_resolv_conf: &str,
+    security: cri::LinuxSandboxSecurityContext,
 ) -> cri::PodSandboxConfig {
     let m = &pod.metadata;
     let spec = pod.spec.as_ref();
@@ -131,10 +132,6 @@ pub fn sandbox_config(
             host_ip: p.host_ip.clone().unwrap_or_default(),
         })
         .collect();
-    let privileged = spec
-        .into_iter()
-        .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()))
-        .any(|c| c.security_context.as_ref().and_then(|s| s.privileged).unwrap_or(false));
     let pod_sc = spec.and_then(|s| s.security_context.as_ref());
     cri::PodSandboxConfig {
         metadata: Some(cri::PodSandboxMetadata {
@@ -151,20 +148,7 @@ pub fn sandbox_config(
         annotations,
         linux: Some(cri::LinuxPodSandboxConfig {
             cgroup_parent: cgroup_parent.to_string(),
-            security_context: Some(cri::LinuxSandboxSecurityContext {
-                namespace_options: Some(namespace_options(pod)),
-                privileged,
-                run_as_user: pod_sc
-                    .and_then(|s| s.run_as_user)
-                    .map(|value| cri::Int64Value { value }),
-                run_as_group: pod_sc
-                    .and_then(|s| s.run_as_group)
-                    .map(|value| cri::Int64Value { value }),
-                supplemental_groups: pod_sc
-                    .and_then(|s| s.supplemental_groups.clone())
-                    .unwrap_or_default(),
-                ..Default::default()
-            }),
+            security_context: Some(security),
             sysctls: pod_sc
                 .and_then(|s| s.sysctls.as_ref())
                 .map(|s| s.iter().map(|kv| (kv.name.clone(), kv.value.clone())).collect())
@@ -192,6 +176,7 @@ mod tests {
             Path::new("/var/log/pods/default_nginx-pod-node-1_u1"),
             "/kubepods/besteffort/podu1",
             "nameserver 9.9.9.9\nsearch lan\n",
+            crate::runtime::security_context::sandbox(&pod, Path::new("/seccomp")).unwrap(),
         );
         let meta = cfg.metadata.unwrap();
         assert_eq!(

@@ -12,6 +12,7 @@ use super::container::{ContainerContext, container_config};
 use super::env::{self, EnvContext};
 use super::images::ImageError;
 use super::sandbox::{pod_log_dir, sandbox_config};
+use super::security_context;
 use super::status::{ContainerState, PodRuntimeStatus};
 use super::{MIN_GRACE, RuntimeError, RuntimeManager, volumes};
 use crate::events::ObjectRef;
@@ -129,8 +130,23 @@ impl RuntimeManager {
         let log_dir = pod_log_dir(&self.config.pod_logs_dir, pod);
         let qos = pod.spec.as_ref().map_or(api::qos::QosClass::BestEffort, api::qos::pod_qos);
         let cgroup = self.config.cgroups.pod_cgroup(qos, uid);
-        let sandbox =
-            sandbox_config(pod, actions.attempt, &log_dir, &cgroup, &self.config.resolv_conf);
+        let security = match security_context::sandbox(pod, &self.seccomp_root()) {
+            Ok(security) => security,
+            Err(e) => {
+                out.error = Some(e.to_string());
+                out.requeue(ERROR_REQUEUE);
+                out.status = status;
+                return Ok(out);
+            }
+        };
+        let sandbox = sandbox_config(
+            pod,
+            actions.attempt,
+            &log_dir,
+            &cgroup,
+            &self.config.resolv_conf,
+            security,
+        );
         // Held through the first container starts, so each admitted pod comes up whole.
         let creating_permit =
             if actions.create_sandbox { self.creations.acquire().await.ok() } else { None };
@@ -295,6 +311,42 @@ impl RuntimeManager {
         self.recorder.warning(&object, "Failed", message);
     }
 
+    fn seccomp_root(&self) -> std::path::PathBuf {
+        security_context::seccomp_root(&self.config.root_dir)
+    }
+
+    /// `runAsNonRoot` against the image's user, asked of the runtime only when the context
+    /// does not name a uid (upstream's `getImageUser` + `verifyRunAsNonRoot`).
+    async fn verify_run_as_non_root(
+        &self,
+        pod: &Pod,
+        c: &Container,
+        image_ref: &str,
+    ) -> Result<(), String> {
+        let sc = security_context::effective(pod, c);
+        if sc.run_as_non_root != Some(true) {
+            return Ok(());
+        }
+        let (uid, user) = if sc.run_as_user.is_some() {
+            (None, String::new())
+        } else {
+            let spec = Some(cri::ImageSpec { image: image_ref.to_string(), ..Default::default() });
+            let status = self
+                .cri
+                .image_status(cri::ImageStatusRequest { image: spec, verbose: false })
+                .await
+                .map_err(|e| format!("failed to get image user of {image_ref}: {e}"))?;
+            let image = status.image.unwrap_or_default();
+            // Neither a uid nor a user name: the image runs as root.
+            match (image.uid, image.username) {
+                (Some(uid), _) => (Some(uid.value), String::new()),
+                (None, name) if !name.is_empty() => (None, name),
+                (None, _) => (Some(0), String::new()),
+            }
+        };
+        security_context::verify_run_as_non_root(pod, c, uid, &user).map_err(|e| e.to_string())
+    }
+
     /// Upstream's `startContainer`: backoff, image, config, create, start, postStart hook.
     async fn start_container(
         &self,
@@ -340,6 +392,14 @@ impl RuntimeManager {
             (Waiting::new(e.reason(), e.to_string()), retry)
         })?;
         let config_error = |e: String| (Waiting::new("CreateContainerConfigError", e), None);
+        let security = security_context::container(
+            pod,
+            c,
+            &self.seccomp_root(),
+            security_context::apparmor_enabled(),
+        )
+        .map_err(|e| config_error(e.to_string()))?;
+        self.verify_run_as_non_root(pod, c, &image_ref).await.map_err(config_error)?;
         let mut mounts =
             volumes::container_mounts(c, ctx.volumes).map_err(|e| config_error(e.to_string()))?;
         let message_mount = volumes::termination_message_mount(&self.config.root_dir, uid, c)
@@ -362,6 +422,7 @@ impl RuntimeManager {
             envs,
             mounts,
             memory_capacity: self.config.memory_capacity,
+            security_context: security,
         });
         let create = cri::CreateContainerRequest {
             pod_sandbox_id: ctx.sandbox_id.to_string(),

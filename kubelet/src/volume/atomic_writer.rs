@@ -157,14 +157,19 @@ fn walk(dir: &Path, prefix: &str, out: &mut BTreeSet<String>) -> std::io::Result
     Ok(())
 }
 
-/// Whether `file` in the old timestamped directory differs from the projection.
-fn differs(old: &Path, file: &FileProjection) -> Result<bool, WriteError> {
+/// Whether `file` in the old timestamped directory differs from the projection (its mode as
+/// `group` ownership leaves it).
+fn differs(old: &Path, file: &FileProjection, group: Option<u32>) -> Result<bool, WriteError> {
     let meta = match std::fs::symlink_metadata(old) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
         Err(e) => return Err(io("reading", old)(e)),
     };
-    if !meta.is_file() || meta.permissions().mode() & 0o7777 != file.mode {
+    let mode = match group {
+        Some(_) => super::ownership::file_mode(file.mode, true),
+        None => file.mode,
+    };
+    if !meta.is_file() || meta.permissions().mode() & 0o7777 != mode {
         return Ok(true);
     }
     Ok(std::fs::read(old).map_err(io("reading", old))? != file.data)
@@ -207,6 +212,13 @@ fn write_files(dir: &Path, payload: &Payload) -> Result<(), WriteError> {
     Ok(())
 }
 
+/// [`super::ownership::apply`] for a read-only volume, when there is a group.
+fn own(path: &Path, group: Option<u32>) -> Result<(), WriteError> {
+    let Some(gid) = group else { return Ok(()) };
+    super::ownership::apply(path, gid, true)
+        .map_err(|(path, e)| io("setting the fsGroup ownership of", &path)(e))
+}
+
 fn remove_if_present(path: &Path) -> Result<(), WriteError> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("removing", path)(e)),
@@ -227,8 +239,10 @@ fn link_user_visible(target: &Path, payload: &Payload) -> Result<(), WriteError>
     Ok(())
 }
 
-/// Projects `payload` into `target` (an existing directory), atomically for readers.
-pub fn write(target: &Path, payload: &Payload) -> Result<Written, WriteError> {
+/// Projects `payload` into `target` (an existing directory), atomically for readers. With a
+/// `group` (the pod's `fsGroup`), the new files are the group's, readable by it, before they
+/// become visible (upstream's `setPerms` before the swap), and so is the volume.
+pub fn write(target: &Path, payload: &Payload, group: Option<u32>) -> Result<Written, WriteError> {
     let payload = validate(payload)?;
     let data_link = target.join(DATA_DIR);
     let old = match std::fs::read_link(&data_link) {
@@ -251,27 +265,30 @@ pub fn write(target: &Path, payload: &Payload) -> Result<Written, WriteError> {
             if changed {
                 break;
             }
-            changed = differs(&old.join(path), file)?;
+            changed = differs(&old.join(path), file, group)?;
         }
         if !changed {
             link_user_visible(target, &payload)?;
+            own(target, group)?;
             return Ok(Written::Unchanged);
         }
     }
 
     let ts_dir = new_timestamp_dir(target)?;
     let ts_name = ts_dir.file_name().map(PathBuf::from).unwrap_or_default();
-    let swapped = write_files(&ts_dir, &payload).and_then(|()| {
-        let tmp_link = target.join(NEW_DATA_DIR);
-        remove_if_present(&tmp_link)?;
-        std::os::unix::fs::symlink(&ts_name, &tmp_link).map_err(io("linking", &tmp_link))?;
-        std::fs::rename(&tmp_link, &data_link).map_err(io("renaming", &tmp_link))
-    });
+    let swapped =
+        write_files(&ts_dir, &payload).and_then(|()| own(&ts_dir, group)).and_then(|()| {
+            let tmp_link = target.join(NEW_DATA_DIR);
+            remove_if_present(&tmp_link)?;
+            std::os::unix::fs::symlink(&ts_name, &tmp_link).map_err(io("linking", &tmp_link))?;
+            std::fs::rename(&tmp_link, &data_link).map_err(io("renaming", &tmp_link))
+        });
     if let Err(e) = swapped {
         let _ = std::fs::remove_dir_all(&ts_dir);
         return Err(e);
     }
     link_user_visible(target, &payload)?;
+    own(target, group)?;
     let tops: BTreeSet<&str> = payload.keys().map(|p| top_level(p)).collect();
     for gone in old_paths.iter().filter(|p| !p.contains('/') && !tops.contains(p.as_str())) {
         remove_if_present(&target.join(gone))?;

@@ -52,6 +52,6 @@ pub async fn setup(
     let files =
         payload(vm, pod, &source.name, source.items.as_deref(), optional, default_mode).await?;
     ensure_dir(dir, 0o777)?;
-    atomic_writer::write(dir, &files)?;
+    atomic_writer::write(dir, &files, super::ownership::fs_group(pod))?;
     Ok(())
 }

@@ -48,6 +48,6 @@ pub fn setup(
     let items = source.items.as_deref().unwrap_or_default();
     let files = payload(pod, items, default_mode, vm.allocatable)?;
     ensure_dir(dir, 0o777)?;
-    atomic_writer::write(dir, &files)?;
+    atomic_writer::write(dir, &files, super::ownership::fs_group(pod))?;
     Ok(())
 }

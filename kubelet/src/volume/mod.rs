@@ -3,6 +3,8 @@
 //! - [`atomic_writer`]: projecting files into a volume so readers never see half an update.
 //! - [`mount`]: the [`Mounter`](mount::Mounter) trait (tmpfs mounts), real and fake.
 //! - [`empty_dir`] (on disk, or a tmpfs for `medium: Memory`) and [`host_path`].
+//! - [`ownership`]: the pod's `fsGroup` on every volume but `hostPath`, as upstream's
+//!   `SetVolumeOwnership`.
 //! - [`payload`]: keys of a ConfigMap or Secret projected to files (`items`, modes, `optional`).
 //! - [`config_map`] and [`downward_api`] (on disk), [`secret`] and [`projected`] (each on a
 //!   tmpfs of its own, never on disk).
@@ -18,6 +20,7 @@ pub mod downward_api;
 pub mod empty_dir;
 pub mod host_path;
 pub mod mount;
+pub mod ownership;
 pub mod payload;
 pub mod projected;
 pub mod secret;
@@ -152,7 +155,8 @@ pub struct VolumeManager {
 pub(crate) fn ensure_dir(dir: &Path, mode: u32) -> Result<(), SetupError> {
     std::fs::create_dir_all(dir).map_err(SetupError::io("creating", dir))?;
     let current = std::fs::metadata(dir).map_err(SetupError::io("reading", dir))?;
-    if current.permissions().mode() & 0o7777 != mode {
+    // Permission bits only: the setgid bit fsGroup ownership adds stays.
+    if current.permissions().mode() & 0o777 != mode & 0o777 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
             .map_err(SetupError::io("setting the mode of", dir))?;
     }

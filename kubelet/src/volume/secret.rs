@@ -49,6 +49,6 @@ pub async fn setup(
     let files = payload(vm, pod, name, source.items.as_deref(), optional, default_mode).await?;
     ensure_dir(dir, 0o777)?;
     vm.ensure_tmpfs(dir, memory_size(pod, None, vm.allocatable))?;
-    atomic_writer::write(dir, &files)?;
+    atomic_writer::write(dir, &files, super::ownership::fs_group(pod))?;
     Ok(())
 }

@@ -31,7 +31,7 @@ fn timestamp_dirs(dir: &Path) -> Vec<String> {
 fn files_are_links_through_data_to_a_timestamped_directory() {
     let dir = tempfile::tempdir().unwrap();
     let p = payload(&[("key", "value"), ("conf/app.yaml", "a: 1")]);
-    assert_eq!(write(dir.path(), &p).unwrap(), Written::Updated);
+    assert_eq!(write(dir.path(), &p, None).unwrap(), Written::Updated);
     let ts = data_target(dir.path());
     assert!(ts.starts_with("..") && ts.len() > "..2024_01_01_00_00_00.".len(), "{ts}");
     assert_eq!(timestamp_dirs(dir.path()), std::slice::from_ref(&ts));
@@ -49,18 +49,18 @@ fn files_are_links_through_data_to_a_timestamped_directory() {
 fn the_same_payload_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let p = payload(&[("key", "value")]);
-    write(dir.path(), &p).unwrap();
+    write(dir.path(), &p, None).unwrap();
     let ts = data_target(dir.path());
-    assert_eq!(write(dir.path(), &p).unwrap(), Written::Unchanged);
+    assert_eq!(write(dir.path(), &p, None).unwrap(), Written::Unchanged);
     assert_eq!(data_target(dir.path()), ts);
 }
 
 #[test]
 fn an_update_swaps_data_removes_the_old_directory_and_gone_names() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &payload(&[("a", "1"), ("b", "2"), ("sub/c", "3")])).unwrap();
+    write(dir.path(), &payload(&[("a", "1"), ("b", "2"), ("sub/c", "3")]), None).unwrap();
     let first = data_target(dir.path());
-    write(dir.path(), &payload(&[("a", "one")])).unwrap();
+    write(dir.path(), &payload(&[("a", "one")]), None).unwrap();
     let second = data_target(dir.path());
     assert_ne!(first, second);
     assert_eq!(timestamp_dirs(dir.path()), [second]);
@@ -73,9 +73,9 @@ fn an_update_swaps_data_removes_the_old_directory_and_gone_names() {
 #[test]
 fn a_mode_change_alone_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &payload(&[("k", "v")])).unwrap();
+    write(dir.path(), &payload(&[("k", "v")]), None).unwrap();
     let p: Payload = [("k".to_string(), file("v", 0o400))].into();
-    assert_eq!(write(dir.path(), &p).unwrap(), Written::Updated);
+    assert_eq!(write(dir.path(), &p, None).unwrap(), Written::Updated);
     let mode = std::fs::metadata(dir.path().join("k")).unwrap().permissions().mode();
     assert_eq!(mode & 0o7777, 0o400);
 }
@@ -91,7 +91,7 @@ fn bad_paths_are_refused_and_nothing_is_written() {
         ("..x/y", PathError::Reserved("..x/y".into())),
     ];
     for (path, want) in cases {
-        let err = write(dir.path(), &payload(&[(path, "x")])).unwrap_err();
+        let err = write(dir.path(), &payload(&[(path, "x")]), None).unwrap_err();
         assert!(matches!(&err, WriteError::Path(e) if *e == want), "{path}: {err}");
     }
     let long = "x".repeat(256);
@@ -112,10 +112,10 @@ fn bad_paths_are_refused_and_nothing_is_written() {
 #[test]
 fn a_crash_left_directory_and_link_are_cleaned_by_the_next_write() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &payload(&[("k", "v")])).unwrap();
+    write(dir.path(), &payload(&[("k", "v")]), None).unwrap();
     std::fs::create_dir(dir.path().join("..2020_01_01_00_00_00.1")).unwrap();
     std::os::unix::fs::symlink("nowhere", dir.path().join(NEW_DATA_DIR)).unwrap();
-    write(dir.path(), &payload(&[("k", "w")])).unwrap();
+    write(dir.path(), &payload(&[("k", "w")]), None).unwrap();
     assert_eq!(timestamp_dirs(dir.path()), [data_target(dir.path())]);
     assert_eq!(std::fs::read_to_string(dir.path().join("k")).unwrap(), "w");
 }
@@ -136,7 +136,7 @@ fn a_reader_never_sees_half_an_update() {
                 (k, v)
             })
             .collect();
-        write(&target, &p).unwrap();
+        write(&target, &p, None).unwrap();
     };
     write_version(0);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -169,4 +169,19 @@ fn a_reader_never_sees_half_an_update() {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(reader.join().unwrap() > 0, "the reader read");
+}
+
+#[test]
+fn with_a_group_files_are_the_groups_before_they_show_and_stay_unchanged_after() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let gid = std::fs::metadata(dir.path()).unwrap().gid();
+    let mut p = payload(&[("secret", "s")]);
+    p.get_mut("secret").unwrap().mode = 0o400;
+    assert_eq!(write(dir.path(), &p, Some(gid)).unwrap(), Written::Updated);
+    let file = std::fs::metadata(dir.path().join("secret")).unwrap();
+    assert_eq!((file.permissions().mode() & 0o7777, file.gid()), (0o440, gid));
+    let data = std::fs::metadata(dir.path().join("..data")).unwrap();
+    assert_eq!(data.permissions().mode() & 0o7777, 0o2755, "the timestamped dir is setgid");
+    assert_eq!(write(dir.path(), &p, Some(gid)).unwrap(), Written::Unchanged);
 }
