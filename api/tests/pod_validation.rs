@@ -190,6 +190,20 @@ fn volumes_and_mounts() {
         json!({"volumes": [{"name": "a", "emptyDir": {}}], "containers": [web(json!({"volumeMounts": [{"name": "a", "mountPath": "/d"}, {"name": "a", "mountPath": "/d"}]}))]}),
         &["spec.containers[0].volumeMounts[1].mountPath: Invalid value: \"/d\": must be unique"],
     );
+    assert_rejects(
+        json!({"volumes": [{"name": "a", "emptyDir": {}}], "containers": [web(json!({"volumeMounts": [
+            {"name": "a", "mountPath": "/d", "subPath": "x", "subPathExpr": "$(POD)"},
+            {"name": "a", "mountPath": "/e", "subPathExpr": "../$(POD)"},
+            {"name": "a", "mountPath": "/f", "recursiveReadOnly": "Enabled"},
+            {"name": "a", "mountPath": "/g", "readOnly": true, "recursiveReadOnly": "Always"},
+        ]}))]}),
+        &[
+            "spec.containers[0].volumeMounts[0].subPathExpr: Invalid value: \"$(POD)\": subPathExpr and subPath are mutually exclusive",
+            "spec.containers[0].volumeMounts.subPathExpr: Invalid value: \"../$(POD)\": must not contain '..'",
+            "spec.containers[0].volumeMounts[2].recursiveReadOnly: Forbidden: may only be specified when readOnly is true (got Enabled)",
+            "spec.containers[0].volumeMounts[3].recursiveReadOnly: Unsupported value: \"Always\": supported values: \"Disabled\", \"IfPossible\", \"Enabled\"",
+        ],
+    );
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! ConfigMap file with `defaultMode: 0400` readable by the group, an emptyDir the process can
 //! write, what it writes the group's); upstream's masked `/proc` paths; `runAsNonRoot` refuses
 //! an image that runs as root with upstream's message, and a bad context is refused at the
-//! API with its field path.
+//! API with its field path. A `subPath` through a link a container planted in a shared volume
+//! cannot reach the node's files; one inside the volume (and a `subPathExpr`) works.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -133,5 +134,60 @@ async fn the_pods_ids_and_fs_group_reach_its_containers_and_volumes() {
         err.contains("spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost"),
         "{err}"
     );
+    c.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_path_cannot_leave_its_volume_through_a_planted_link() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let c = JoinedNode::start(NODE).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(c.api.admin_client().await.unwrap(), "default");
+    let mount = |name: &str, key: &str, value: &str| {
+        json!({"name": name, "image": "busybox:1.35", "command": ["sleep", "3600"],
+               "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+               "volumeMounts": [{"name": "shared", "mountPath": "/mnt", key: value}]})
+    };
+    let spec = pod(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "planted"},
+        "spec": {
+            "nodeName": NODE,
+            "terminationGracePeriodSeconds": 1,
+            "volumes": [{"name": "shared", "emptyDir": {}}],
+            "initContainers": [{
+                "name": "plant", "image": "busybox:1.35",
+                "command": ["sh", "-c", "mkdir /v/data && echo inside > /v/data/f && ln -s / /v/escape && ln -s data /v/inside"],
+                "volumeMounts": [{"name": "shared", "mountPath": "/v"}],
+            }],
+            "containers": [
+                mount("escaper", "subPath", "escape"),
+                mount("inner", "subPath", "inside"),
+                mount("expr", "subPathExpr", "$(POD_NAME)"),
+            ],
+        },
+    }));
+    pods.create(&PostParams::default(), &spec).await.unwrap();
+    let message = eventually("escaper refused, the others running", WAIT, POLL, || async {
+        let statuses = pods.get("planted").await.ok()?.status?.container_statuses?;
+        let state = |n: &str| statuses.iter().find(|s| s.name == n)?.state.clone();
+        state("inner")?.running?;
+        state("expr")?.running?;
+        let w = state("escaper")?.waiting?;
+        (w.reason.as_deref() == Some("CreateContainerConfigError")).then_some(w.message?)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", c.logs(&e.to_string())));
+    assert!(
+        message.starts_with(
+            "volumeMount \"shared\": subPath \"escape\": resolves to / outside the volume"
+        ),
+        "{message}"
+    );
+    let (ok, out, err) = kubectl(&c, &["exec", "planted", "-c", "inner", "--", "cat", "/mnt/f"]);
+    assert!(ok && out == "inside\n", "{out}{err}");
+    let (ok, out, err) = kubectl(&c, &["exec", "planted", "-c", "expr", "--", "ls", "-a", "/mnt"]);
+    assert!(ok && out == ".\n..\n", "the subPathExpr directory, made empty: {out}{err}");
     c.stop().await.unwrap();
 }

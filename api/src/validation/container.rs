@@ -283,14 +283,42 @@ fn validate_container_common(
         if !mount_paths.insert(m.mount_path.as_str()) {
             errs.push(FieldError::invalid(&p.child("mountPath"), &m.mount_path, "must be unique"));
         }
-        if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
-            let sp = path.child("volumeMounts").child("subPath");
+        let subs =
+            [("subPath", m.sub_path.as_deref()), ("subPathExpr", m.sub_path_expr.as_deref())];
+        for (field, sub) in subs {
+            let Some(sub) = sub.filter(|s| !s.is_empty()) else { continue };
+            let sp = path.child("volumeMounts").child(field);
             if sub.starts_with('/') {
                 errs.push(FieldError::invalid(&sp, sub, "must be a relative path"));
             }
             if sub.split('/').any(|s| s == "..") {
                 errs.push(FieldError::invalid(&sp, sub, "must not contain '..'"));
             }
+        }
+        if m.sub_path.as_deref().is_some_and(|s| !s.is_empty())
+            && let Some(expr) = m.sub_path_expr.as_deref().filter(|s| !s.is_empty())
+        {
+            errs.push(FieldError::invalid(
+                &p.child("subPathExpr"),
+                expr,
+                "subPathExpr and subPath are mutually exclusive",
+            ));
+        }
+        match m.recursive_read_only.as_deref() {
+            None | Some("Disabled") => {}
+            Some(mode @ ("IfPossible" | "Enabled")) => {
+                if !m.read_only.unwrap_or(false) {
+                    errs.push(FieldError::forbidden(
+                        &p.child("recursiveReadOnly"),
+                        format!("may only be specified when readOnly is true (got {mode})"),
+                    ));
+                }
+            }
+            Some(other) => errs.push(FieldError::not_supported(
+                &p.child("recursiveReadOnly"),
+                other,
+                &["Disabled", "IfPossible", "Enabled"],
+            )),
         }
     }
     match c.image_pull_policy.as_deref() {

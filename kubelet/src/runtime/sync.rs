@@ -400,11 +400,6 @@ impl RuntimeManager {
         )
         .map_err(|e| config_error(e.to_string()))?;
         self.verify_run_as_non_root(pod, c, &image_ref).await.map_err(config_error)?;
-        let mut mounts =
-            volumes::container_mounts(c, ctx.volumes).map_err(|e| config_error(e.to_string()))?;
-        let message_mount = volumes::termination_message_mount(&self.config.root_dir, uid, c)
-            .map_err(|e| config_error(format!("creating the termination message file: {e}")))?;
-        mounts.extend(message_mount);
         let env = EnvContext {
             pod,
             container: c,
@@ -414,6 +409,13 @@ impl RuntimeManager {
             recorder: &self.recorder,
         };
         let envs = env::environment(&env).await.map_err(|e| config_error(e.to_string()))?;
+        let vars: std::collections::HashMap<String, String> =
+            envs.iter().map(|kv| (kv.key.clone(), kv.value.clone())).collect();
+        let mut mounts = volumes::container_mounts(c, ctx.volumes, &vars)
+            .map_err(|e| config_error(e.to_string()))?;
+        let message_mount = volumes::termination_message_mount(&self.config.root_dir, uid, c)
+            .map_err(|e| config_error(format!("creating the termination message file: {e}")))?;
+        mounts.extend(message_mount);
         let config = container_config(ContainerContext {
             pod,
             container: c,
