@@ -50,7 +50,7 @@ fn node() -> Node {
     let vm = VolumeManager {
         root_dir: root.path().to_path_buf(),
         mounter: mounter.clone(),
-        objects: ObjectSources { api: Some(objects.clone()) },
+        objects: ObjectSources { api: Some(objects.clone()), local: None },
         tokens: Some(Arc::new(TokenManager::new(Arc::new(FakeTokens)))),
         allocatable: Allocatable { cpu_millis: 2000, memory_bytes: 4 * GIB },
     };
@@ -290,7 +290,8 @@ async fn a_key_that_is_no_file_name_is_an_error_naming_it() {
 
 #[tokio::test]
 async fn static_pods_get_no_api_objects_or_tokens_but_the_downward_api() {
-    let n = node();
+    let mut n = node();
+    n.vm.objects.local = Some(Arc::new(FakeObjects::default()));
     let mut p = pod(json!([
         {"name": "config", "configMap": {"name": "cm"}},
         {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
@@ -302,7 +303,7 @@ async fn static_pods_get_no_api_objects_or_tokens_but_the_downward_api() {
     assert_eq!(
         errors,
         [
-            "couldn't get configMap ns/cm: a static pod may not reference API objects",
+            "configmap \"cm\" not found",
             "service account token for pod ns/web: a static pod may not use service account tokens",
         ]
     );
