@@ -141,6 +141,8 @@ pub struct Reasons {
     pub unreadable: &'static str,
     /// Appended to a rejection when the file's last good version stays in use.
     pub kept_note: &'static str,
+    /// A directory that does not exist is an opt-out, not a problem: noted (Normal), not warned.
+    pub missing_is_normal: bool,
 }
 
 /// Reads one file (its metadata already taken, symlinks followed) into what it holds, or says
@@ -283,8 +285,12 @@ impl<T> DirFiles<T> {
             Err(e) => {
                 if !self.missing_reported {
                     let message = format!("cannot read the {}: {e}", self.reasons.what);
-                    let unreadable = self.reasons.unreadable;
-                    self.recorder.warning(&ObjectRef::file(&self.dir), unreadable, message);
+                    let (unreadable, dir) = (self.reasons.unreadable, ObjectRef::file(&self.dir));
+                    if e.kind() == std::io::ErrorKind::NotFound && self.reasons.missing_is_normal {
+                        self.recorder.normal(&dir, unreadable, message);
+                    } else {
+                        self.recorder.warning(&dir, unreadable, message);
+                    }
                     self.missing_reported = true;
                 }
                 self.entries.clear();

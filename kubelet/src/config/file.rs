@@ -34,6 +34,7 @@ const REASONS: Reasons = Reasons {
     removed_message: "manifest removed",
     unreadable: "ManifestDirUnreadable",
     kept_note: " (its previous version keeps running)",
+    missing_is_normal: false,
 };
 
 /// The manifest directory's state: what each file holds.

@@ -311,6 +311,34 @@ async fn static_pods_get_no_api_objects_or_tokens_but_the_downward_api() {
 }
 
 #[tokio::test]
+async fn static_pods_mount_node_local_config_maps_and_secrets_secrets_on_tmpfs() {
+    let mut n = node();
+    let local = Arc::new(FakeObjects::default());
+    local.put_config_map("ns", json!({"metadata": {"name": "cm"}, "data": {"a.conf": "local"}}));
+    local.put_secret("ns", json!({"metadata": {"name": "s"}, "data": {"password": "bG9jYWw="}}));
+    n.vm.objects.local = Some(local);
+    let mut p = pod(json!([
+        {"name": "config", "configMap": {"name": "cm"}},
+        {"name": "secret", "secret": {"secretName": "s", "defaultMode": 0o400}},
+        {"name": "both", "projected": {"sources": [
+            {"configMap": {"name": "cm"}}, {"secret": {"name": "s"}},
+        ]}},
+    ]));
+    p.metadata.annotations = Some([(api::keys::CONFIG_SOURCE.into(), "file".into())].into());
+    let volumes = mount_ok(&n, &p).await;
+    assert_eq!(read(&volumes["config"].path, "a.conf"), "local", "the node's, not the API's");
+    assert_eq!(read(&volumes["secret"].path, "password"), "local");
+    assert_eq!(mode_of(&volumes["secret"].path, "..data/password"), 0o400);
+    assert_eq!(read(&volumes["both"].path, "a.conf"), "local");
+    assert_eq!(read(&volumes["both"].path, "password"), "local");
+    let mounts = n.mounter.mounted();
+    assert!(
+        mounts.contains_key(&volumes["secret"].path) && mounts.contains_key(&volumes["both"].path)
+    );
+    assert!(!mounts.contains_key(&volumes["config"].path));
+}
+
+#[tokio::test]
 async fn memory_empty_dirs_are_sized_tmpfs_and_disk_ones_are_directories() {
     let n = node();
     let p = pod(json!([

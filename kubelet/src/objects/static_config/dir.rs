@@ -23,6 +23,8 @@ pub(super) const REASONS: Reasons = Reasons {
     removed_message: "static config file removed",
     unreadable: "StaticConfigDirUnreadable",
     kept_note: " (its previous objects are still served)",
+    // Most nodes have no node-local objects: the default directory need not exist.
+    missing_is_normal: true,
 };
 
 /// What the directory serves.

@@ -7,7 +7,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::Pod;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::dir::{Published, StaticConfigDir};
 use super::file::{MAX_FILE_BYTES, Owners};
@@ -382,4 +382,65 @@ async fn a_read_before_the_directory_was_read_waits_then_says_so() {
     let m = StaticConfigObjects::new(tx);
     let err = m.get(&cm("default", "x")).await.unwrap_err();
     assert!(matches!(err, ObjectError::NotSynced(_)), "{err}");
+}
+
+#[tokio::test]
+async fn the_source_watches_the_directory_and_publishes_what_it_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let objects = Arc::new(StaticConfigObjects::new(tx));
+    objects.register_pod(&static_pod("p1", "app-config"));
+    let (report_tx, report_rx) = watch::channel(Vec::new());
+    let stop = CancellationToken::new();
+    let source = StaticConfigSource {
+        dir: tmp.path().to_path_buf(),
+        // Long: only the watch can make the edits below seen in time.
+        period: Duration::from_secs(3600),
+        recorder: Recorder::default(),
+    };
+    let task = tokio::spawn(source.run(objects.clone(), report_tx, stop.clone()));
+    let key = cm("default", "app-config");
+    let greeting = |objects: Arc<StaticConfigObjects>| {
+        let key = key.clone();
+        async move {
+            match objects.get(&key).await {
+                Ok(Object::ConfigMap(c)) => c.data.as_ref().map(|d| d["greeting"].clone()),
+                _ => None,
+            }
+        }
+    };
+    assert!(greeting(objects.clone()).await.is_none(), "nothing yet");
+    // Written as tools should: a dotfile renamed into place.
+    for (i, text) in [CONFIG, &CONFIG.replace("hello", "bonjour")].into_iter().enumerate() {
+        let tmp_file = tmp.path().join(".app.yaml.tmp");
+        std::fs::write(&tmp_file, text).unwrap();
+        std::fs::rename(&tmp_file, tmp.path().join("app.yaml")).unwrap();
+        let want = if i == 0 { "hello" } else { "bonjour" };
+        let woken = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap();
+        assert_eq!(woken.unwrap(), ["p1"], "the referencing pod is woken");
+        assert_eq!(greeting(objects.clone()).await.as_deref(), Some(want));
+    }
+    let reports = report_rx.borrow().clone();
+    assert_eq!(report(&reports, "app.yaml").state, ManifestState::Accepted);
+    stop.cancel();
+    task.await.unwrap();
+}
+
+#[test]
+fn a_missing_directory_serves_nothing_and_is_noted_once_not_warned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let recorder = Recorder::default();
+    let dir = tmp.path().join("static-config");
+    let mut state = StaticConfigDir::new(dir.clone(), recorder.clone(), owners());
+    for _ in 0..2 {
+        state.apply(vec![Change::Rescan]);
+        assert_eq!(state.desired().0, Published::default());
+    }
+    let events = recorder.list();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].type_, crate::events::EventType::Normal);
+    std::fs::create_dir(&dir).unwrap();
+    write(&dir, "app.yaml", CONFIG, 0o644);
+    state.apply(vec![Change::Rescan]);
+    assert!(state.desired().0.objects.contains_key(&cm("default", "app-config")));
 }
