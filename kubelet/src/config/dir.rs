@@ -174,21 +174,12 @@ impl<T> DirFiles<T> {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn recorder(&self) -> &Recorder {
         &self.recorder
     }
 
     pub fn entries(&self) -> &BTreeMap<PathBuf, Entry<T>> {
         &self.entries
-    }
-
-    /// Files whose write has not completed.
-    pub fn being_written(&self) -> impl Iterator<Item = &PathBuf> {
-        self.writing.iter()
     }
 
     fn set_ignored(&mut self, path: &Path, reason: IgnoreReason) {

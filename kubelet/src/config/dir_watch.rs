@@ -3,7 +3,7 @@
 //! The watch is (re)established whenever the directory exists: one created after the kubelet
 //! started, or deleted and created again, is picked up by the next rescan tick.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -74,10 +74,6 @@ impl DirWatch {
         let mut ticker = tokio::time::interval(period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Self { dir, what, tx, rx, overflow: Arc::default(), watcher: None, ticker }
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// The next batch of changes (every event queued so far), or `None` once `stop` fires.
