@@ -284,7 +284,11 @@ async fn a_joined_static_pods_mirror_is_accepted_with_its_node_local_references_
     .await;
     let mirror = match mirror {
         Ok(m) => m,
-        Err(e) => panic!("{}", cluster.logs(&e.to_string())),
+        Err(e) => panic!(
+            "{}\nkubelet log:\n{}",
+            cluster.logs(&e.to_string()),
+            cluster.kubelet.log_tail(400)
+        ),
     };
     let annotations = mirror.metadata.annotations.clone().unwrap();
     assert!(annotations.contains_key("kubernetes.io/config.mirror"));
