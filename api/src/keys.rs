@@ -45,3 +45,9 @@ pub const LEGACY_JOB_CONTROLLER_UID: &str = "controller-uid";
 /// A DaemonSet's template generation (`spec.templateGeneration` of the internal type, kept in
 /// this annotation by apps/v1).
 pub const DAEMONSET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// Ours, on a mirror pod: the static pod's references to node-local ConfigMaps and Secrets
+/// (volumes, their mounts, `env` and `envFrom` entries), which the mirror leaves out because
+/// the apiserver refuses mirror pods that reference ConfigMaps or Secrets (upstream's
+/// NodeRestriction); JSON, as [`STATIC_CONFIG`]'s writer documents.
+pub const STATIC_CONFIG: &str = "kubelet-rs.io/static-config";

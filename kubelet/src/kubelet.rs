@@ -26,6 +26,7 @@ use crate::node_status::reporter::NodeStatusReporter;
 use crate::node_status::{MachineInfo, NodeFacts};
 use crate::nodelease::LeaseController;
 use crate::objects::api::ApiWatcher;
+use crate::objects::static_config::{StaticConfigObjects, StaticConfigSource};
 use crate::objects::watch::WatchBasedManager;
 use crate::objects::{ObjectManager, ObjectSources};
 use crate::pleg::{self, Pleg, PlegHealth, RuntimePods};
@@ -123,13 +124,28 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let (objects_tx, objects_rx) = mpsc::unbounded_channel();
     let api_objects: Option<Arc<dyn ObjectManager>> = client.as_ref().map(|client| {
         let watcher = Arc::new(ApiWatcher { client: client.clone() });
-        let manager = WatchBasedManager::new(watcher, objects_tx, tasks.clone(), child.clone());
+        let changes = objects_tx.clone();
+        let manager = WatchBasedManager::new(watcher, changes, tasks.clone(), child.clone());
         Arc::new(manager) as Arc<dyn ObjectManager>
     });
+    let (static_config_tx, static_config_rx) = watch::channel(Vec::new());
+    let local_objects: Option<Arc<dyn ObjectManager>> =
+        config.static_config_path.as_ref().map(|dir| {
+            let manager = Arc::new(StaticConfigObjects::new(objects_tx.clone()));
+            let source = StaticConfigSource {
+                dir: dir.clone(),
+                period: config.file_check_frequency,
+                recorder: recorder.clone(),
+            };
+            tasks.spawn(source.run(manager.clone(), static_config_tx, child.clone()));
+            manager as Arc<dyn ObjectManager>
+        });
+    drop(objects_tx);
+    let object_sources = ObjectSources { api: api_objects, local: local_objects };
     let volumes = VolumeManager {
         root_dir: config.root_dir.clone(),
         mounter: Arc::new(HostMounter),
-        objects: ObjectSources { api: api_objects.clone() },
+        objects: object_sources.clone(),
         tokens: client.as_ref().map(|client| {
             Arc::new(TokenManager::new(Arc::new(ApiTokenSource { client: client.clone() })))
         }),
@@ -209,6 +225,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let state = ServerState {
         statuses: statuses.clone(),
         manifests: manifests_rx,
+        static_config: static_config_rx,
         recorder: recorder.clone(),
         pleg: pleg_health.clone(),
     };
@@ -298,7 +315,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         resync: config.sync_frequency,
     });
     let workers = PodWorkers::new(ctx, child.child_token());
-    let mut sync_loop = SyncLoop::new(
+    let sync_loop = SyncLoop::new(
         workers,
         prober,
         probe_results,
@@ -308,10 +325,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         sources_ready,
         recorder,
         config.max_pods,
-    );
-    if let Some(objects) = api_objects {
-        sync_loop = sync_loop.with_objects(objects);
-    }
+    )
+    .with_objects(object_sources);
     let inputs = Inputs {
         config: updates_rx,
         pleg: pleg_rx,

@@ -11,7 +11,8 @@
 //!   pull secrets, backoff).
 //! - [`volume`]: pod volumes (emptyDir, hostPath, configMap, secret, downwardAPI, projected),
 //!   the atomic writer and tmpfs mounts.
-//! - [`objects`]: the ConfigMaps and Secrets pods reference, one watch per object.
+//! - [`objects`]: the ConfigMaps and Secrets pods reference: the apiserver's (one watch per
+//!   object) for API pods, the static config directory's for static pods.
 //! - [`token`]: service account tokens for projected volumes, cached and refreshed.
 //! - [`fieldpath`]: pod fields and container resources by path (env, downward API).
 //! - [`credentialprovider`]: image pull credentials: pull secrets' and the node's keyring.

@@ -27,6 +27,10 @@ struct Args {
     /// The static pod directory (upstream's deprecated flag for staticPodPath).
     #[arg(long)]
     pod_manifest_path: Option<PathBuf>,
+    /// The directory of node-local ConfigMaps and Secrets static pods may reference
+    /// (staticConfigPath; ours; "" disables it).
+    #[arg(long)]
+    static_config_path: Option<PathBuf>,
     /// The read-only API port (0 disables it).
     #[arg(long)]
     read_only_port: Option<u16>,
@@ -130,6 +134,9 @@ async fn main() -> anyhow::Result<()> {
     config.node_ip = args.node_ip;
     if let Some(p) = args.pod_manifest_path.clone() {
         config.static_pod_path = Some(p);
+    }
+    if let Some(p) = args.static_config_path.clone() {
+        config.static_config_path = (!p.as_os_str().is_empty()).then_some(p);
     }
     config.node_name = config.node_name.to_lowercase();
 

@@ -4,6 +4,10 @@
 //! static pod's hash and owned by the Node. The mirror only reflects: deleting it never stops
 //! the static pod, and the kubelet creates it again.
 //!
+//! A static pod's references to node-local ConfigMaps and Secrets are left out of its mirror
+//! and recorded in an annotation of ours ([`references`]), since the apiserver refuses mirror
+//! pods that reference ConfigMaps or Secrets.
+//!
 //! [`plan`] is the pure part: from the static pods running here and the mirror pods the
 //! apiserver has, the creations and deletions that bring them in step. [`MirrorSync`] runs it
 //! whenever either side changes and on a housekeeping tick; mirrors whose static pod is gone
@@ -25,6 +29,8 @@ use crate::config::Source;
 use crate::config::mux::SourcesReady;
 use crate::status::StatusManager;
 use crate::status::manager::source_of;
+
+pub mod references;
 
 /// The mirror pods bound to this node, by `namespace/name`; `None` until the first list.
 pub type MirrorView = Option<BTreeMap<String, Pod>>;
@@ -132,11 +138,18 @@ pub fn plan(
 }
 
 /// The mirror pod of `static_pod`: a copy with the mirror annotation, owned by the Node, with
-/// what the apiserver assigns (UID, resourceVersion, timestamps, status) left out.
+/// what the apiserver assigns (UID, resourceVersion, timestamps, status) left out, and its
+/// node-local ConfigMap and Secret references moved into the [`api::keys::STATIC_CONFIG`]
+/// annotation ([`references`]).
 pub fn mirror_pod(static_pod: &Pod, node_name: &str, node_uid: &str) -> Pod {
     let mut annotations = static_pod.metadata.annotations.clone().unwrap_or_default();
     let hash = annotations.get(api::keys::CONFIG_HASH).cloned().unwrap_or_default();
     annotations.insert(api::keys::CONFIG_MIRROR.into(), hash);
+    annotations.remove(api::keys::STATIC_CONFIG);
+    let mut spec = static_pod.spec.clone();
+    if let Some(taken) = spec.as_mut().and_then(references::take_node_local) {
+        annotations.insert(api::keys::STATIC_CONFIG.into(), taken);
+    }
     Pod {
         metadata: ObjectMeta {
             name: static_pod.metadata.name.clone(),
@@ -153,7 +166,7 @@ pub fn mirror_pod(static_pod: &Pod, node_name: &str, node_uid: &str) -> Pod {
             }]),
             ..ObjectMeta::default()
         },
-        spec: static_pod.spec.clone(),
+        spec,
         status: None,
     }
 }

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::mux::SourcesReady;
 use crate::config::{Op, PodUpdate, Source};
 use crate::events::{ObjectRef, Recorder};
-use crate::objects::ObjectManager;
+use crate::objects::ObjectSources;
 use crate::pleg::{PodLifecycleEvent, RuntimePods};
 use crate::pod_workers::{PodWorkers, Work, WorkQueue};
 use crate::prober::{ProbeManager, ProbeResults, ProbeUpdate};
@@ -81,7 +81,7 @@ pub struct SyncLoop {
     recorder: Recorder,
     max_pods: usize,
     /// The apiserver's ConfigMaps and Secrets, for API pods (`None` standalone).
-    objects: Option<Arc<dyn ObjectManager>>,
+    objects: ObjectSources,
 }
 
 /// Whether every source's first pods have been handled here. The mux queues a source's updates
@@ -119,28 +119,24 @@ impl SyncLoop {
             sources_ready,
             recorder,
             max_pods: max_pods as usize,
-            objects: None,
+            objects: ObjectSources::default(),
         }
     }
 
-    /// Keeps the objects API pods reference through `objects`.
-    pub fn with_objects(mut self, objects: Arc<dyn ObjectManager>) -> Self {
-        self.objects = Some(objects);
+    /// Keeps the objects pods reference through `objects`: API pods the apiserver's, static
+    /// pods the static config directory's.
+    pub fn with_objects(mut self, objects: ObjectSources) -> Self {
+        self.objects = objects;
         self
     }
 
-    /// Registers what an API pod references (static pods read no API objects).
+    /// Registers what a pod references with the manager it reads from.
     fn track_objects(&self, pod: &Pod) {
-        let from_file = crate::status::manager::source_of(pod) == Some(Source::File);
-        if let (Some(objects), false) = (&self.objects, from_file) {
-            objects.register_pod(pod);
-        }
+        self.objects.register_pod(pod);
     }
 
     fn untrack_objects(&self, uid: &str) {
-        if let Some(objects) = &self.objects {
-            objects.unregister_pod(uid);
-        }
+        self.objects.unregister_pod(uid);
     }
 
     /// Runs until `stop`, then stops the workers without touching the pods.

@@ -55,6 +55,7 @@ impl Node {
         let config = KubeletConfig {
             node_name: NODE.into(),
             static_pod_path: Some(dir.join("manifests")),
+            static_config_path: Some(dir.join("static-config")),
             container_runtime_endpoint: format!("unix://{}", dir.join("cri.sock").display()),
             pod_logs_dir: dir.join("logs"),
             root_dir: dir.join("root"),

@@ -113,6 +113,7 @@ async fn container_logs_need_a_client_certificate_from_the_client_ca() {
     let config = KubeletConfig {
         node_name: NODE.into(),
         static_pod_path: Some(dir.path().join("manifests")),
+        static_config_path: Some(dir.path().join("static-config")),
         container_runtime_endpoint: format!("unix://{}", dir.path().join("cri.sock").display()),
         pod_logs_dir: dir.path().join("logs"),
         root_dir: dir.path().join("root"),

@@ -1,5 +1,5 @@
 //! The kubelet binary as a process, configured against a harness containerd: its own manifest,
-//! state and log directories, a cgroup root under the harness's, the read-only API and the
+//! static config (node-local ConfigMaps and Secrets), state and log directories, a cgroup root under the harness's, the read-only API and the
 //! secure kubelet API (logs, exec) on free ports of their own. They listen on every address:
 //! the apiserver reaches a kubelet at its node's InternalIP, as in a real cluster.
 
@@ -91,12 +91,13 @@ impl Kubelet {
         extra: Vec<String>,
     ) -> anyhow::Result<Self> {
         let dir = containerd.dir().join(format!("kubelet-{node}"));
-        for d in ["manifests", "root", "logs"] {
+        for d in ["manifests", "static-config", "root", "logs"] {
             std::fs::create_dir_all(dir.join(d))?;
         }
         let config = format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 0.0.0.0\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n",
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\nstaticConfigPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 0.0.0.0\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n",
             dir.join("manifests").display(),
+            dir.join("static-config").display(),
             containerd.endpoint(),
             dir.join("logs").display(),
             containerd.cgroup_parent(),
@@ -163,6 +164,28 @@ impl Kubelet {
 
     pub fn logs_dir(&self) -> PathBuf {
         self.dir.join("logs")
+    }
+
+    /// The static config directory (`staticConfigPath`): node-local ConfigMaps and Secrets.
+    pub fn static_config(&self) -> PathBuf {
+        self.dir.join("static-config")
+    }
+
+    /// Writes a static config file as an operator's tool should: to a dotfile with `mode`, then
+    /// renamed into place.
+    pub fn write_static_config(
+        &self,
+        file: &str,
+        text: &str,
+        mode: u32,
+    ) -> anyhow::Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.static_config().join(file);
+        let tmp = self.static_config().join(format!(".{file}.tmp"));
+        std::fs::write(&tmp, text)?;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(path)
     }
 
     /// Writes a manifest the way an operator's tool should: to a dotfile, then renamed.

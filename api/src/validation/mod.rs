@@ -6,8 +6,10 @@
 //! - [`meta`]: owner references and finalizers.
 //! - [`pod`]: `ValidatePodCreate`: metadata and pod-level spec; `ValidatePodTemplateSpec`.
 //! - [`selector`]: label selectors: validation, matching, and their text form.
+//! - [`config`]: ConfigMaps and Secrets (config keys, 1 MiB, Secret types).
 //! - `container` and `volume`: the per-container and per-volume rules it calls.
 
+pub mod config;
 mod container;
 pub mod meta;
 pub mod names;

@@ -4,49 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use api::secret::MAX_SIZE;
-use api::validation::names::config_map_key;
 use api::validation::{ErrorList, FieldError, Path};
 use k8s_openapi::api::core::v1::ConfigMap;
 
 /// Upstream's message for data changed under `immutable: true` (Secrets share it).
 pub(super) const IMMUTABLE_MSG: &str = "field is immutable when `immutable` is set";
 
-/// Each key must be a config key (`<path>[<key>]`).
-pub(super) fn validate_keys<'a>(
-    keys: impl Iterator<Item = &'a str>,
-    path: &Path,
-    errs: &mut ErrorList,
-) {
-    for key in keys {
-        for msg in config_map_key(key) {
-            errs.push(FieldError::invalid(&path.key(key), key, msg));
-        }
-    }
-}
-
-/// Upstream's `ValidateConfigMap`, minus the metadata.
-pub(super) fn validate(c: &ConfigMap) -> ErrorList {
-    let mut errs = ErrorList::default();
-    let (data, binary) = (c.data.as_ref(), c.binary_data.as_ref());
-    let data_path = Path::root("data");
-    for key in data.into_iter().flat_map(|d| d.keys()) {
-        validate_keys(std::iter::once(key.as_str()), &data_path, &mut errs);
-        if binary.is_some_and(|b| b.contains_key(key)) {
-            let msg = "duplicate of key present in binaryData";
-            errs.push(FieldError::invalid(&data_path.key(key), key, msg));
-        }
-    }
-    let keys = binary.into_iter().flat_map(|b| b.keys().map(String::as_str));
-    validate_keys(keys, &Path::root("binaryData"), &mut errs);
-    let size = data.into_iter().flat_map(|d| d.values()).map(String::len).sum::<usize>()
-        + binary.into_iter().flat_map(|b| b.values()).map(|v| v.0.len()).sum::<usize>();
-    if size > MAX_SIZE {
-        // The whole object is too big: upstream reports it at the empty path.
-        errs.push(FieldError::too_long(&Path::root(""), MAX_SIZE));
-    }
-    errs
-}
+pub(super) use api::validation::config::validate_config_map as validate;
 
 /// A map, with an empty one the same as none.
 fn non_empty<V>(m: &Option<BTreeMap<String, V>>) -> Option<&BTreeMap<String, V>> {
@@ -76,6 +40,7 @@ pub(super) fn validate_update(new: &ConfigMap, old: &ConfigMap) -> ErrorList {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use api::secret::MAX_SIZE;
     use k8s_openapi::ByteString;
 
     use super::*;

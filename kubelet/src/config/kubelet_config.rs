@@ -82,6 +82,8 @@ pub struct KubeletConfigFile {
     pub kind: Option<String>,
     pub api_version: Option<String>,
     pub static_pod_path: Option<PathBuf>,
+    /// Ours: the node-local ConfigMaps and Secrets static pods may reference.
+    pub static_config_path: Option<PathBuf>,
     pub container_runtime_endpoint: Option<String>,
     pub file_check_frequency: Option<GoDuration>,
     pub sync_frequency: Option<GoDuration>,
@@ -183,6 +185,9 @@ pub struct EnabledFile {
 pub struct KubeletConfig {
     pub node_name: String,
     pub static_pod_path: Option<PathBuf>,
+    /// The directory of node-local ConfigMaps and Secrets for static pods (`staticConfigPath`,
+    /// ours; `None`: static pods may reference none).
+    pub static_config_path: Option<PathBuf>,
     pub container_runtime_endpoint: String,
     pub file_check_frequency: Duration,
     pub sync_frequency: Duration,
@@ -245,6 +250,7 @@ impl Default for KubeletConfig {
         Self {
             node_name: String::new(),
             static_pod_path: Some(PathBuf::from("/etc/kubernetes/manifests")),
+            static_config_path: Some(PathBuf::from("/etc/kubernetes/static-config")),
             container_runtime_endpoint: "unix:///run/containerd/containerd.sock".into(),
             file_check_frequency: Duration::from_secs(20),
             sync_frequency: Duration::from_secs(60),
@@ -337,6 +343,9 @@ impl KubeletConfigFile {
     pub fn apply(&self, c: &mut KubeletConfig) {
         if let Some(p) = &self.static_pod_path {
             c.static_pod_path = (!p.as_os_str().is_empty()).then(|| p.clone());
+        }
+        if let Some(p) = &self.static_config_path {
+            c.static_config_path = (!p.as_os_str().is_empty()).then(|| p.clone());
         }
         macro_rules! take {
             ($($field:ident),*) => { $( if let Some(v) = &self.$field { c.$field = v.clone().into(); } )* };
@@ -518,6 +527,23 @@ someTypoField: true
         let mut c = KubeletConfig::default();
         file.apply(&mut c);
         assert_eq!(c.static_pod_path, None);
+    }
+
+    #[test]
+    fn the_static_config_path_defaults_beside_the_manifests_and_may_be_moved_or_disabled() {
+        let mut c = KubeletConfig::default();
+        assert_eq!(
+            c.static_config_path.as_deref(),
+            Some(Path::new("/etc/kubernetes/static-config"))
+        );
+        let file =
+            KubeletConfigFile::parse(Path::new("k"), "staticConfigPath: /srv/config\n").unwrap();
+        file.apply(&mut c);
+        assert_eq!(c.static_config_path.as_deref(), Some(Path::new("/srv/config")));
+        assert!(file.notes().unknown.is_empty(), "a field of ours, not a typo");
+        let file = KubeletConfigFile::parse(Path::new("k"), "staticConfigPath: \"\"\n").unwrap();
+        file.apply(&mut c);
+        assert_eq!(c.static_config_path, None);
     }
 
     #[test]

@@ -3,11 +3,15 @@
 //! - [`kubelet_config`]: the `KubeletConfiguration` subset and its defaults.
 //! - [`duration`]: Go-style durations in config files.
 //! - [`manifest`]: reading one static pod manifest.
+//! - [`dir`]: a watched directory's files and the rules for reading them; [`dir_watch`]: its
+//!   inotify watch and rescans (both shared with the node-local object source).
 //! - [`file`]: the static pod directory source.
 //! - [`apiserver`]: pods bound to this node, from the apiserver.
 //! - [`mux`]: merges sources into `PodUpdate`s (ADD, UPDATE, REMOVE, RECONCILE, DELETE).
 
 pub mod apiserver;
+pub mod dir;
+pub mod dir_watch;
 pub mod duration;
 pub mod file;
 pub mod kubelet_config;

@@ -121,3 +121,79 @@ fn a_mirror_carries_the_hash_and_the_node_owner_and_nothing_the_apiserver_assign
     assert!(is_mirror(&m) && is_mirror_of(&m, &static_pod("web-node-a", "h1")));
     assert!(!is_mirror_of(&m, &static_pod("web-node-a", "h2")));
 }
+
+#[test]
+fn a_mirror_leaves_node_local_references_out_and_records_them_in_an_annotation() {
+    let mut pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web-node-a", "namespace": "default", "uid": "h1",
+                     "annotations": {"kubernetes.io/config.source": "file",
+                                     "kubernetes.io/config.hash": "h1"}},
+        "spec": {
+            "nodeName": "node-a",
+            "volumes": [
+                {"name": "cfg", "configMap": {"name": "app-config"}},
+                {"name": "sec", "secret": {"secretName": "app-secret", "defaultMode": 0o400}},
+                {"name": "proj", "projected": {"sources": [
+                    {"configMap": {"name": "app-config"}},
+                    {"downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}},
+                ]}},
+                {"name": "scratch", "emptyDir": {}},
+                {"name": "info", "downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}},
+            ],
+            "initContainers": [{"name": "init", "image": "busybox:1.35", "env": [
+                {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "app-secret", "key": "t"}}},
+            ]}],
+            "containers": [{"name": "app", "image": "busybox:1.35",
+                "volumeMounts": [
+                    {"name": "cfg", "mountPath": "/etc/config"},
+                    {"name": "sec", "mountPath": "/etc/secret"},
+                    {"name": "proj", "mountPath": "/etc/proj"},
+                    {"name": "scratch", "mountPath": "/scratch"},
+                    {"name": "info", "mountPath": "/etc/info"},
+                ],
+                "env": [
+                    {"name": "GREETING", "valueFrom": {"configMapKeyRef": {"name": "app-config", "key": "greeting"}}},
+                    {"name": "PLAIN", "value": "x"},
+                    {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                ],
+                "envFrom": [{"secretRef": {"name": "app-secret"}, "prefix": "S_"}],
+            }],
+        },
+    }))
+    .unwrap();
+    api::defaults::default_pod(&mut pod);
+    let m = mirror_pod(&pod, "node-a", "node-uid");
+    let spec = m.spec.as_ref().unwrap();
+    let volumes: Vec<&str> = spec.volumes.iter().flatten().map(|v| v.name.as_str()).collect();
+    assert_eq!(volumes, ["scratch", "info"]);
+    let app = &spec.containers[0];
+    let mounts: Vec<&str> = app.volume_mounts.iter().flatten().map(|v| v.name.as_str()).collect();
+    assert_eq!(mounts, ["scratch", "info"]);
+    let env: Vec<&str> = app.env.iter().flatten().map(|e| e.name.as_str()).collect();
+    assert_eq!(env, ["PLAIN", "POD"], "fields and values stay; object references go");
+    assert_eq!(app.env_from, None);
+    assert_eq!(spec.init_containers.as_ref().unwrap()[0].env, None);
+    let annotations = m.metadata.annotations.as_ref().unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&annotations[api::keys::STATIC_CONFIG]).unwrap();
+    let names: Vec<&str> =
+        record["volumes"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["cfg", "sec", "proj"]);
+    assert_eq!(
+        record["volumes"][1]["secret"],
+        json!({"secretName": "app-secret", "defaultMode": 0o400})
+    );
+    assert_eq!(record["containers"]["app"]["volumeMounts"].as_array().unwrap().len(), 3);
+    assert_eq!(record["containers"]["app"]["env"][0]["name"], "GREETING");
+    assert_eq!(record["containers"]["app"]["envFrom"][0]["prefix"], "S_");
+    assert_eq!(record["initContainers"]["init"]["env"][0]["name"], "TOKEN");
+    // Still a valid pod, still this static pod's mirror (no replacement loop).
+    api::validation::validate_pod(&m).unwrap();
+    assert_eq!(annotations[api::keys::CONFIG_MIRROR], "h1");
+    let mut seen = m.clone();
+    seen.metadata.uid = Some("mirror-uid".into());
+    assert!(plan(&[Arc::new(pod.clone())], &view(&[seen]), Orphans::Delete).is_empty());
+    // A static pod without such references gets no annotation.
+    let plain = mirror_pod(&static_pod("plain", "h2"), "node-a", "node-uid");
+    assert!(!plain.metadata.annotations.unwrap().contains_key(api::keys::STATIC_CONFIG));
+}

@@ -7,12 +7,15 @@
 //!   (`fieldSelector=metadata.name=<name>`), started with the first pod that references it and
 //!   stopped with the last; a change wakes the pods that reference the object.
 //! - [`api`]: the watches against the apiserver (kube-rs).
+//! - [`static_config`]: node-local ConfigMaps and Secrets for static pods, the files of
+//!   `staticConfigPath`, a second manager.
 //!
 //! [`ObjectSources`] picks where a pod's objects come from: API pods from the apiserver's
-//! manager; static pods from none (upstream refuses them API objects; node-local objects are a
-//! second [`ObjectManager`] to come).
+//! manager; static pods from the node-local one (upstream refuses them API objects, and so do
+//! we).
 
 pub mod api;
+pub mod static_config;
 pub mod watch;
 
 #[cfg(test)]
@@ -113,8 +116,12 @@ pub enum ObjectError {
     NotSynced(ObjectKey),
     #[error("object {:?}/{:?} not registered", .0.namespace, .0.name)]
     NotRegistered(ObjectKey),
-    #[error("couldn't get {0}: a static pod may not reference API objects")]
-    StaticPod(ObjectKey),
+    #[error(
+        "couldn't get {0}: the kubelet has no static config directory (staticConfigPath), where a static pod's ConfigMaps and Secrets are"
+    )]
+    NoStaticConfig(ObjectKey),
+    #[error("couldn't get {object} from the static config directory: {reason}")]
+    StaticConfig { object: ObjectKey, reason: String },
     #[error("couldn't get {0}: the kubelet has no API server")]
     NoApiServer(ObjectKey),
     #[error("{0}: the object is not a {kind}", kind = .0.kind.kind())]
@@ -196,15 +203,44 @@ pub fn references(pod: &Pod) -> BTreeSet<ObjectKey> {
 pub struct ObjectSources {
     /// The apiserver's objects, for API pods (`None` standalone).
     pub api: Option<Arc<dyn ObjectManager>>,
+    /// The static config directory's objects, for static pods (`None` without
+    /// `staticConfigPath`).
+    pub local: Option<Arc<dyn ObjectManager>>,
 }
 
 impl ObjectSources {
+    /// The manager the pod's objects are kept by (`None`: it has none).
+    pub fn manager_of(&self, pod: &Pod) -> Option<&Arc<dyn ObjectManager>> {
+        if crate::status::manager::source_of(pod) == Some(Source::File) {
+            self.local.as_ref()
+        } else {
+            self.api.as_ref()
+        }
+    }
+
     /// The manager `pod` reads from, or why it has none.
     fn manager_for(&self, pod: &Pod, key: &ObjectKey) -> Result<&dyn ObjectManager, ObjectError> {
-        if crate::status::manager::source_of(pod) == Some(Source::File) {
-            return Err(ObjectError::StaticPod(key.clone()));
+        match self.manager_of(pod) {
+            Some(manager) => Ok(manager.as_ref()),
+            None if crate::status::manager::source_of(pod) == Some(Source::File) => {
+                Err(ObjectError::NoStaticConfig(key.clone()))
+            }
+            None => Err(ObjectError::NoApiServer(key.clone())),
         }
-        self.api.as_deref().ok_or_else(|| ObjectError::NoApiServer(key.clone()))
+    }
+
+    /// Registers what `pod` references with the manager it reads from.
+    pub fn register_pod(&self, pod: &Pod) {
+        if let Some(manager) = self.manager_of(pod) {
+            manager.register_pod(pod);
+        }
+    }
+
+    /// Forgets the pod in every manager (it may have moved between none).
+    pub fn unregister_pod(&self, uid: &str) {
+        for manager in self.api.iter().chain(self.local.iter()) {
+            manager.unregister_pod(uid);
+        }
     }
 
     pub async fn get(&self, pod: &Pod, key: &ObjectKey) -> Result<Object, ObjectError> {
@@ -285,22 +321,39 @@ mod tests {
             "failed to sync secret cache: timed out waiting for the condition"
         );
         assert_eq!(
-            ObjectError::StaticPod(cm).to_string(),
-            "couldn't get configMap default/x: a static pod may not reference API objects"
+            ObjectError::NoStaticConfig(cm).to_string(),
+            "couldn't get configMap default/x: the kubelet has no static config directory (staticConfigPath), where a static pod's ConfigMaps and Secrets are"
         );
     }
 
     #[tokio::test]
-    async fn static_pods_and_standalone_kubelets_have_no_objects() {
+    async fn api_pods_read_the_apiserver_and_static_pods_the_node_local_objects() {
         let mut pod = Pod::default();
+        pod.metadata.namespace = Some("ns".into());
         let sources = ObjectSources::default();
         let err = sources.config_map(&pod, "x").await.unwrap_err();
         assert!(matches!(err, ObjectError::NoApiServer(_)), "{err}");
+        let api = Arc::new(fake::FakeObjects::default());
+        api.put_secret("ns", serde_json::json!({"metadata": {"name": "x"}, "data": {"k": "YXBp"}}));
+        let local = Arc::new(fake::FakeObjects::default());
+        local.put_secret(
+            "ns",
+            serde_json::json!({"metadata": {"name": "x"}, "data": {"k": "bG9jYWw="}}),
+        );
+        let data = |s: Arc<Secret>| s.data.as_ref().unwrap()["k"].0.clone();
+        let sources = ObjectSources { api: Some(api.clone()), local: None };
+        assert_eq!(data(sources.secret(&pod, "x").await.unwrap()), b"api");
         pod.metadata.annotations =
             Some([(::api::keys::CONFIG_SOURCE.to_string(), "file".to_string())].into());
-        let fake = Arc::new(fake::FakeObjects::default());
-        let sources = ObjectSources { api: Some(fake) };
         let err = sources.secret(&pod, "x").await.unwrap_err();
-        assert!(matches!(err, ObjectError::StaticPod(_)), "{err}");
+        assert!(matches!(err, ObjectError::NoStaticConfig(_)), "{err}");
+        let sources = ObjectSources { api: Some(api.clone()), local: Some(local.clone()) };
+        assert_eq!(data(sources.secret(&pod, "x").await.unwrap()), b"local");
+        pod.metadata.uid = Some("static".into());
+        sources.register_pod(&pod);
+        assert!(api.registered.lock().unwrap().is_empty(), "a static pod is not the apiserver's");
+        assert!(local.registered.lock().unwrap().contains_key("static"));
+        sources.unregister_pod("static");
+        assert!(local.registered.lock().unwrap().is_empty());
     }
 }

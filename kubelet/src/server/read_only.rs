@@ -1,7 +1,7 @@
 //! The kubelet's read-only HTTP API: `GET /pods` (a `PodList`, as upstream's read-only port
 //! serves), `GET /healthz`, and two additions of ours: `GET /manifests` (each file in the static
-//! pod directory: accepted, rejected, ignored, duplicate or being written, with the reason) and
-//! `GET /events` (the local event list).
+//! pod directory, then each in the static config directory: accepted, rejected, ignored,
+//! duplicate or being written, with the reason) and `GET /events` (the local event list).
 
 use std::sync::Arc;
 
@@ -21,6 +21,8 @@ use crate::status::StatusManager;
 pub struct ServerState {
     pub statuses: Arc<StatusManager>,
     pub manifests: watch::Receiver<Vec<ManifestReport>>,
+    /// The static config directory's files, reported as the manifests are.
+    pub static_config: watch::Receiver<Vec<ManifestReport>>,
     pub recorder: Recorder,
     pub pleg: Arc<PlegHealth>,
 }
@@ -46,7 +48,9 @@ pub(super) async fn healthz(State(s): State<ServerState>) -> Response {
 }
 
 async fn manifests(State(s): State<ServerState>) -> Response {
-    Json(s.manifests.borrow().clone()).into_response()
+    let mut files = s.manifests.borrow().clone();
+    files.extend(s.static_config.borrow().iter().cloned());
+    Json(files).into_response()
 }
 
 async fn events(State(s): State<ServerState>) -> Response {

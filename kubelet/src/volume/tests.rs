@@ -50,7 +50,7 @@ fn node() -> Node {
     let vm = VolumeManager {
         root_dir: root.path().to_path_buf(),
         mounter: mounter.clone(),
-        objects: ObjectSources { api: Some(objects.clone()) },
+        objects: ObjectSources { api: Some(objects.clone()), local: None },
         tokens: Some(Arc::new(TokenManager::new(Arc::new(FakeTokens)))),
         allocatable: Allocatable { cpu_millis: 2000, memory_bytes: 4 * GIB },
     };
@@ -290,7 +290,8 @@ async fn a_key_that_is_no_file_name_is_an_error_naming_it() {
 
 #[tokio::test]
 async fn static_pods_get_no_api_objects_or_tokens_but_the_downward_api() {
-    let n = node();
+    let mut n = node();
+    n.vm.objects.local = Some(Arc::new(FakeObjects::default()));
     let mut p = pod(json!([
         {"name": "config", "configMap": {"name": "cm"}},
         {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
@@ -302,11 +303,39 @@ async fn static_pods_get_no_api_objects_or_tokens_but_the_downward_api() {
     assert_eq!(
         errors,
         [
-            "couldn't get configMap ns/cm: a static pod may not reference API objects",
+            "configmap \"cm\" not found",
             "service account token for pod ns/web: a static pod may not use service account tokens",
         ]
     );
     assert_eq!(read(&out.volumes["info"].path, "name"), "web");
+}
+
+#[tokio::test]
+async fn static_pods_mount_node_local_config_maps_and_secrets_secrets_on_tmpfs() {
+    let mut n = node();
+    let local = Arc::new(FakeObjects::default());
+    local.put_config_map("ns", json!({"metadata": {"name": "cm"}, "data": {"a.conf": "local"}}));
+    local.put_secret("ns", json!({"metadata": {"name": "s"}, "data": {"password": "bG9jYWw="}}));
+    n.vm.objects.local = Some(local);
+    let mut p = pod(json!([
+        {"name": "config", "configMap": {"name": "cm"}},
+        {"name": "secret", "secret": {"secretName": "s", "defaultMode": 0o400}},
+        {"name": "both", "projected": {"sources": [
+            {"configMap": {"name": "cm"}}, {"secret": {"name": "s"}},
+        ]}},
+    ]));
+    p.metadata.annotations = Some([(api::keys::CONFIG_SOURCE.into(), "file".into())].into());
+    let volumes = mount_ok(&n, &p).await;
+    assert_eq!(read(&volumes["config"].path, "a.conf"), "local", "the node's, not the API's");
+    assert_eq!(read(&volumes["secret"].path, "password"), "local");
+    assert_eq!(mode_of(&volumes["secret"].path, "..data/password"), 0o400);
+    assert_eq!(read(&volumes["both"].path, "a.conf"), "local");
+    assert_eq!(read(&volumes["both"].path, "password"), "local");
+    let mounts = n.mounter.mounted();
+    assert!(
+        mounts.contains_key(&volumes["secret"].path) && mounts.contains_key(&volumes["both"].path)
+    );
+    assert!(!mounts.contains_key(&volumes["config"].path));
 }
 
 #[tokio::test]

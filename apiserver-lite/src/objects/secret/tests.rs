@@ -1,5 +1,11 @@
 #![allow(clippy::unwrap_used)]
 
+use std::collections::BTreeMap;
+
+use api::secret::*;
+use api::validation::config::secret_data as data;
+use k8s_openapi::ByteString;
+
 use super::*;
 
 fn secret(type_: &str, data: &[(&str, &[u8])]) -> Secret {

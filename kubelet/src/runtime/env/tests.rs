@@ -17,7 +17,7 @@ fn objects() -> ObjectSources {
         json!({"metadata": {"name": "creds"},
         "data": {"PASSWORD": "aHVudGVyMg==", "USER": "YWRtaW4="}}),
     );
-    ObjectSources { api: Some(fake) }
+    ObjectSources { api: Some(fake), local: None }
 }
 
 fn pod(container: serde_json::Value) -> Pod {
@@ -116,16 +116,16 @@ async fn a_missing_object_or_key_is_upstreams_error_unless_optional() {
 }
 
 #[tokio::test]
-async fn a_static_pod_may_not_reference_api_objects() {
+async fn a_static_pod_reads_node_local_objects_never_api_ones() {
     let mut p = pod(json!({"name": "app", "envFrom": [{"configMapRef": {"name": "settings"}}]}));
     p.metadata.annotations = Some([(api::keys::CONFIG_SOURCE.into(), "file".into())].into());
     let err = env_of(&p, &objects(), &Recorder::default()).await.unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "couldn't get configMap ns/settings: a static pod may not reference API objects"
-    );
-    let err = env_of(&p, &ObjectSources::default(), &Recorder::default()).await.unwrap_err();
-    assert!(matches!(err, EnvError::Object(ObjectError::StaticPod(_))), "{err}");
+    assert!(matches!(err, EnvError::Object(ObjectError::NoStaticConfig(_))), "{err}");
+    let local = Arc::new(FakeObjects::default());
+    local.put_config_map("ns", json!({"metadata": {"name": "settings"}, "data": {"NODE": "1"}}));
+    let sources = ObjectSources { local: Some(local), ..objects() };
+    let env = env_of(&p, &sources, &Recorder::default()).await.unwrap();
+    assert_eq!(env, [("NODE".to_string(), "1".to_string())], "the node-local one, not the API's");
 }
 
 #[tokio::test]
