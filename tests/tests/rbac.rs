@@ -224,8 +224,17 @@ fn kubectl_creates_roles_and_bindings_and_escalation_is_refused() {
         "jsonpath={.roleRef.name} {.subjects[0].kind} {.subjects[0].name} {.subjects[0].apiGroup}",
     ]);
     assert_eq!(got, "secret-reader Group devs rbac.authorization.k8s.io");
+    let wide = c.admin_ok(&["-n", "a", "get", "rolebinding", "bob-reads", "-o", "wide"]);
+    let columns: Vec<&str> = wide.lines().nth(1).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(
+        (columns[0], columns[1], columns[3]),
+        ("bob-reads", "Role/pod-reader", "bob"),
+        "{wide}"
+    );
+    assert_eq!(columns.last(), Some(&"a/web"), "{wide}");
     let roles = c.admin_ok(&["-n", "a", "get", "roles"]);
-    assert!(roles.starts_with("NAME") && roles.contains("pod-reader"), "{roles}");
+    assert!(roles.starts_with("NAME") && roles.contains("CREATED AT"), "{roles}");
+    assert!(roles.contains("pod-reader"), "{roles}");
     // The bootstrap policy is there, with upstream's bindings and aggregation.
     let view = c.admin_ok(&[
         "get",

@@ -151,7 +151,7 @@ fn aggregation_gathers_labelled_roles_in_name_order_once_each() {
 }
 
 #[test]
-fn a_decision_at_a_thousand_bindings_stays_under_twenty_microseconds() {
+fn a_decision_at_a_thousand_bindings_reads_the_index_without_scanning_storage() {
     let mut index = Index::bootstrap();
     for i in 0..1000 {
         index.add_role_binding(role_binding(
@@ -171,6 +171,7 @@ fn a_decision_at_a_thousand_bindings_stays_under_twenty_microseconds() {
         std::hint::black_box(can(&rbac, &u, "delete", "secrets", "ns49"));
     }
     let each = start.elapsed() / n;
-    // Debug builds are slower than release; the bound is generous for them.
+    // The target is 20 µs in release; this debug-build test, on a shared machine,
+    // only guards against a per-request scan (which would cost milliseconds).
     assert!(each < std::time::Duration::from_micros(200), "{each:?} per decision");
 }
