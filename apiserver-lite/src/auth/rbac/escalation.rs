@@ -92,21 +92,16 @@ pub fn check(
                 return Ok(());
             }
             let binding_ns = r.namespaced.then_some(ns);
-            let rules = authz
-                .rbac()
-                .snapshot()
-                .role_ref_rules(&role_ref, binding_ns)
-                .map(<[PolicyRule]>::to_vec)
-                .map_err(|e| {
-                    let why = match e {
-                        // The registry's words (plural), as upstream's storage-backed getter.
-                        RoleRefError::NotFound { kind, name } => {
-                            format!("{kind}s.rbac.authorization.k8s.io {name:?} not found")
-                        }
-                        other => other.to_string(),
-                    };
-                    ApiError::forbidden_object(r, name, &why)
-                })?;
+            let rules = authz.rbac().role_ref_rules(&role_ref, binding_ns).map_err(|e| {
+                let why = match e {
+                    // The registry's words (plural), as upstream's storage-backed getter.
+                    RoleRefError::NotFound { kind, name } => {
+                        format!("{kind}s.rbac.authorization.k8s.io {name:?} not found")
+                    }
+                    other => other.to_string(),
+                };
+                ApiError::forbidden_object(r, name, &why)
+            })?;
             confirm_no_escalation(authz, user, ns, &rules)
                 .map_err(|why| ApiError::forbidden_object(r, name, &why))
         }
@@ -141,3 +136,6 @@ pub fn confirm_no_escalation(
     }
     Err(msg)
 }
+
+#[cfg(test)]
+mod tests;

@@ -100,6 +100,15 @@ impl Rbac {
         (rules, errors)
     }
 
+    /// The rules a binding's `roleRef` grants (`ns`: the binding's namespace).
+    pub fn role_ref_rules(
+        &self,
+        r: &k8s_openapi::api::rbac::v1::RoleRef,
+        ns: Option<&str>,
+    ) -> Result<Vec<PolicyRule>, index::RoleRefError> {
+        self.read().role_ref_rules(r, ns).map(<[PolicyRule]>::to_vec)
+    }
+
     /// Rebuilds the index from the store; returns the revision it reflects.
     pub fn load(&self, store: &Store) -> Revision {
         let (items, revision) = store.list(index::PREFIX);

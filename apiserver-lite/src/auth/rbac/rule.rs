@@ -163,7 +163,7 @@ pub fn covers(owner: &[PolicyRule], servant: &[PolicyRule]) -> Vec<PolicyRule> {
 }
 
 /// Upstream's `CompactRules`: simple resource rules (one group, one resource, no names) that
-/// differ only in their verbs are merged, in order.
+/// differ only in their verbs are merged, in order, their verbs appended as they come.
 pub fn compact(rules: Vec<PolicyRule>) -> Vec<PolicyRule> {
     let mut out: Vec<PolicyRule> = Vec::new();
     for r in rules {
@@ -178,11 +178,8 @@ pub fn compact(rules: Vec<PolicyRule>) -> Vec<PolicyRule> {
                 .iter_mut()
                 .find(|o| simple(o) && o.api_groups == r.api_groups && o.resources == r.resources)
         {
-            for v in r.verbs {
-                if !has(&same.verbs, &v) {
-                    same.verbs.push(v);
-                }
-            }
+            // Upstream appends, repeats included.
+            same.verbs.extend(r.verbs);
             continue;
         }
         out.push(r);
