@@ -6,8 +6,8 @@
 //! - [`resources`]: the served resource types.
 //! - [`request`]: routing and query parameters.
 //! - [`selectors`]: label and field selectors.
-//! - [`auth`]: client certificates, the token file, service-account tokens; the interim
-//!   authorizer.
+//! - [`auth`]: client certificates, the token file, service-account tokens, impersonation;
+//!   the `--authorization-mode` chain (Node, RBAC with its bootstrap policy, AlwaysAllow).
 //! - [`serviceaccount`]: service-account keys, tokens and claims, `serviceaccounts/token`, the
 //!   issuer's discovery documents.
 //! - [`certs`]: the PKI made on first start and the admin kubeconfig.
@@ -20,7 +20,8 @@
 //! - [`patch`]: merge, JSON and strategic merge patches.
 //! - [`list`]: list options, paging over one snapshot, which revision a list reads.
 //! - [`registry`]: get, list, create, update, delete and watch over the store.
-//! - [`reviews`]: `auth can-i` and `auth whoami` answered, never stored.
+//! - [`reviews`]: `auth can-i` (and `--list`), SubjectAccessReview, TokenReview and `auth whoami`
+//!   answered, never stored.
 //! - [`binding`]: `pods/binding`, assigning a pod to a node.
 
 pub mod admission;

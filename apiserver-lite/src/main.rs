@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use apiserver_lite::admission::{self, Admission};
-use apiserver_lite::auth::{Authenticator, ServiceAccountTokens};
+use apiserver_lite::auth::rbac::{self, Rbac};
+use apiserver_lite::auth::{Authenticator, Authorizer, Mode, ServiceAccountTokens};
 use apiserver_lite::http::ApiState;
 use apiserver_lite::http::proxy::{AddressTypes, KubeletClient};
 use apiserver_lite::registry::Registry;
@@ -111,6 +112,10 @@ struct Args {
     /// https://<the address clients reach>/openid/v1/jwks).
     #[arg(long)]
     service_account_jwks_uri: Option<String>,
+    /// The authorizers asked, in order (the first to allow or deny decides): Node, RBAC,
+    /// AlwaysAllow; comma separated. Members of system:masters are always allowed.
+    #[arg(long, value_delimiter = ',', default_value = "Node,RBAC")]
+    authorization_mode: Vec<String>,
     #[command(flatten)]
     log: daemon::LogArgs,
 }
@@ -140,6 +145,13 @@ async fn main() -> anyhow::Result<()> {
         .bootstrap()
         .await
         .map_err(|e| anyhow::anyhow!("creating the initial namespaces: {e}"))?;
+    let modes = Mode::parse_list(&args.authorization_mode)?;
+    rbac::reconcile::bootstrap(&registry)
+        .await
+        .map_err(|e| anyhow::anyhow!("reconciling the bootstrap RBAC policy: {e}"))?;
+    let rbac = Arc::new(Rbac::default());
+    rbac::aggregation::settle(&rbac, &registry).await;
+    let authz = Authorizer::new(modes, rbac.clone());
 
     let host = nix_hostname();
     let mut sans = vec![
@@ -223,6 +235,7 @@ async fn main() -> anyhow::Result<()> {
     let state = Arc::new(ApiState {
         registry: registry.clone(),
         auth,
+        authz,
         address: reach.clone(),
         kubelet: kubelet.clone(),
         tokens: Some(issuer),
@@ -233,6 +246,7 @@ async fn main() -> anyhow::Result<()> {
     let tasks = tokio_util::task::TaskTracker::new();
     tasks.spawn(registry.clone().run_namespace_controller(stop.clone()));
     tasks.spawn(compact_periodically(store, stop.clone()));
+    tasks.spawn(rbac.run(registry.clone(), stop.clone()));
     if args.insecure_port != 0 {
         let insecure = server::bind(SocketAddr::from(([127, 0, 0, 1], args.insecure_port))).await?;
         tracing::warn!(

@@ -127,6 +127,40 @@ pub const RESOURCES: &[ResourceType] = &[
     rt!("batch", "v1", "cronjobs", "cronjob", "CronJob", true, ["cj"], ["all"], ["status"]),
     rt!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, [], [], []),
     rt!("events.k8s.io", "v1", "events", "event", "Event", true, ["ev"], [], []),
+    rt!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true, [], [], []),
+    rt!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "rolebindings",
+        "rolebinding",
+        "RoleBinding",
+        true,
+        [],
+        [],
+        []
+    ),
+    rt!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "clusterrole",
+        "ClusterRole",
+        false,
+        [],
+        [],
+        []
+    ),
+    rt!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        false,
+        [],
+        [],
+        []
+    ),
     review!(
         "authorization.k8s.io",
         "selfsubjectaccessreviews",

@@ -51,6 +51,12 @@ impl Server {
         let state = Arc::new(ApiState {
             registry,
             auth: Authenticator::default(),
+            // Node,RBAC over the bootstrap policy: the reviews below ask about non-masters.
+            authz: apiserver_lite::auth::Authorizer::node_rbac(Arc::new(
+                apiserver_lite::auth::rbac::Rbac::with_index(
+                    apiserver_lite::auth::rbac::Index::bootstrap(),
+                ),
+            )),
             address: addr.to_string(),
             kubelet,
             tokens: None,

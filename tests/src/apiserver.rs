@@ -134,8 +134,26 @@ impl ApiServer {
 
     /// Writes to `path` a kubeconfig for `system:node:<node>` that trusts the CA at `ca`.
     pub fn write_node_kubeconfig(&self, node: &str, path: &Path, ca: &Path) -> anyhow::Result<()> {
+        self.write_token_kubeconfig(node, &format!("token-{node}"), path, ca)
+    }
+
+    /// A kubeconfig that authenticates with bearer `token` only (no client certificate), as
+    /// the user `name` (a `--token-auth-file` user).
+    pub fn token_kubeconfig(&self, name: &str, token: &str) -> anyhow::Result<PathBuf> {
+        let path = self.dir.path().join(format!("{}.kubeconfig", name.replace(':', "-")));
+        self.write_token_kubeconfig(name, token, &path, &self.ca_path())?;
+        Ok(path)
+    }
+
+    fn write_token_kubeconfig(
+        &self,
+        name: &str,
+        token: &str,
+        path: &Path,
+        ca: &Path,
+    ) -> anyhow::Result<()> {
         let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: apiserver-lite\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {ca}\nusers:\n- name: {node}\n  user:\n    token: token-{node}\ncontexts:\n- name: {node}\n  context:\n    cluster: apiserver-lite\n    user: {node}\ncurrent-context: {node}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: apiserver-lite\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {ca}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: {name}\n  context:\n    cluster: apiserver-lite\n    user: {name}\ncurrent-context: {name}\n",
             port = self.port,
             ca = ca.display(),
         );

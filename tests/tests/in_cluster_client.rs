@@ -2,8 +2,9 @@
 //! v1.35 (a hostPath file) run with no kubeconfig, so it takes upstream's in-cluster config —
 //! `KUBERNETES_SERVICE_HOST`/`PORT`, and the token and CA of the `kube-api-access-*` volume
 //! that ServiceAccount admission added and the kubelet filled (its token from a TokenRequest
-//! bound to the pod). The pod reads its own Pod; from the same pod, a token for another
-//! audience and the token of a pod since deleted are refused (`Unauthorized`).
+//! bound to the pod). The pod, its account bound to `view`, reads its own Pod; from the same
+//! pod, a token for another audience and the token of a pod since deleted are refused
+//! (`Unauthorized`).
 //!
 //! apiserver-lite has no Service proxy, so the pod uses the host's network and the env names
 //! the apiserver's loopback address, as a node without kube-proxy would.
@@ -99,6 +100,16 @@ async fn a_pod_reads_its_own_pod_with_only_its_token_and_ca_and_other_tokens_are
     })
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", manager.log_tail(20)));
+    // RBAC: the account may read what `view` grants in its namespace, as an operator binds it.
+    let bind = [
+        "create",
+        "rolebinding",
+        "reader",
+        "--clusterrole=view",
+        "--serviceaccount=default:default",
+    ];
+    let out = c.api.kubectl(&bind).unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
 
     // The container's own process: kubectl with no kubeconfig and no flags, retried until the
     // answer comes (the first try races nothing, but a failure would show in the log).

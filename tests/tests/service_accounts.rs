@@ -216,6 +216,32 @@ async fn tokens_authenticate_as_their_account_until_they_should_not() {
         accounts.create_token_request("default", &PostParams::default(), &asked).await.unwrap();
     let kube_token = got.status.unwrap().token;
     assert!(c.whoami(&kube_token).is_ok());
+    // Authenticated is not authorized (Node,RBAC): the account reads pods only once it is
+    // bound to a role that grants it.
+    let list_pods = || {
+        let kc = c.api.dir().join("token.kubeconfig");
+        c.k(&["--kubeconfig", kc.to_str().unwrap(), "--token", &kube_token, "get", "pods"])
+    };
+    let (ok, _, err) = list_pods();
+    assert!(
+        !ok && err.contains("pods is forbidden: User \"system:serviceaccount:default:default\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""),
+        "{err}"
+    );
+    c.ok(&[
+        "create",
+        "rolebinding",
+        "default-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:default",
+    ]);
+    e2e::eventually::eventually(
+        "the bound account to read pods",
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        || async { list_pods().0.then_some(()) },
+    )
+    .await
+    .unwrap();
     let now = jiff::Timestamp::now().as_second();
     let key = c.signing_key();
     let fresh = jwt::sign(&key, &forged(&sa_uid, now, 600)).unwrap();

@@ -1,178 +1,303 @@
-//! The interim authorizer (until RBAC and the node authorizer arrive): `system:masters` may do
-//! anything; any other identity (users, nodes, service accounts) may read and ask the reviews
-//! about itself; a node may also write its own Node, Lease, the pods bound to it and events,
-//! ask about others (SubjectAccessReview, TokenReview), and request tokens for the service
-//! accounts of pods bound to it. [`crate::reviews`] lists the same rules for
-//! `kubectl auth can-i --list`.
+//! The authorizer chain, as upstream's `--authorization-mode`: the request's [`Attributes`]
+//! go to each mode in order; the first that allows or denies decides, and a request no mode
+//! has an opinion on is refused. Members of `system:masters` are allowed before any mode is
+//! asked (upstream's privileged-group short-circuit). Modes: [`Mode::Node`] (kubelets,
+//! [`super::node`]), [`Mode::Rbac`] (roles and bindings, [`super::rbac`]) and
+//! [`Mode::AlwaysAllow`].
 
-use serde_json::Value;
+use std::sync::Arc;
+
+use k8s_openapi::api::authorization::v1::{
+    NonResourceRule, ResourceRule, SubjectRulesReviewStatus,
+};
+use serde_json::{Value, json};
 
 use super::User;
+use super::rbac::Rbac;
 use crate::errors::ApiError;
 use crate::resources::ResourceType;
 
-/// The reviews that ask about someone else: for masters and nodes only.
-pub const ABOUT_OTHERS: [&str; 2] = ["subjectaccessreviews", "tokenreviews"];
+/// The group whose members may do anything, whatever the modes say.
+pub const PRIVILEGED_GROUP: &str = "system:masters";
 
-/// Whether `user` may `verb` the object. `obj` is what the decision reads beyond the request:
-/// the object written (a pod bound to a node), or for `serviceaccounts/token` the pod the token
-/// is to be bound to.
-pub fn authorize(
-    user: &User,
-    verb: &str,
-    r: &ResourceType,
-    ns: Option<&str>,
-    name: Option<&str>,
-    sub: Option<&str>,
-    obj: Option<&Value>,
-) -> Result<(), ApiError> {
-    if user.is_master() || matches!(verb, "get" | "list" | "watch") {
-        return Ok(());
+/// What a resource request is about, as strings (a review may ask about types this server does
+/// not serve).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResourceAttributes<'a> {
+    pub group: &'a str,
+    pub resource: &'a str,
+    pub subresource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target<'a> {
+    Resource(ResourceAttributes<'a>),
+    /// A non-resource path: `/version`, `/apis/apps`.
+    Path(&'a str),
+}
+
+/// One request to authorize.
+#[derive(Debug, Clone, Copy)]
+pub struct Attributes<'a> {
+    pub user: &'a User,
+    pub verb: &'a str,
+    pub target: Target<'a>,
+    /// What a decision may read beyond the request: the object written or stored (a pod's
+    /// node), or for `serviceaccounts/token` the pod the token is bound to.
+    pub object: Option<&'a Value>,
+}
+
+/// One mode's answer, with its reason (empty when it has none to give).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow(String),
+    Deny(String),
+    NoOpinion(String),
+}
+
+impl Decision {
+    pub fn allowed(&self) -> bool {
+        matches!(self, Decision::Allow(_))
     }
-    if !r.is_stored() && verb == "create" {
-        // Asking about oneself is open to every authenticated user, as upstream's
-        // system:basic-user role makes it; asking about others (SubjectAccessReview,
-        // TokenReview) is for kubelets checking callers of their API, as upstream's system:node
-        // role.
-        if !ABOUT_OTHERS.contains(&r.name) || user.node().is_some() {
-            return Ok(());
+
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Allow(r) | Decision::Deny(r) | Decision::NoOpinion(r) => r,
         }
     }
-    let own = user.node().is_some_and(|node| match (r.group, r.name) {
-        ("", "nodes") => {
-            name == Some(node)
-                || (verb == "create" && obj.is_some_and(|o| o["metadata"]["name"] == node))
+}
+
+/// An authorization mode (`--authorization-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Node,
+    Rbac,
+    AlwaysAllow,
+}
+
+/// A `--authorization-mode` entry this server does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModeError {
+    #[error("--authorization-mode: unknown mode {0:?} (supported: Node, RBAC, AlwaysAllow)")]
+    Unknown(String),
+    #[error("--authorization-mode: {0:?} is given twice")]
+    Repeated(String),
+    #[error("--authorization-mode: at least one mode is required")]
+    Empty,
+}
+
+impl Mode {
+    /// Parses upstream's comma list, in order.
+    pub fn parse_list(modes: &[String]) -> Result<Vec<Mode>, ModeError> {
+        let mut out = Vec::new();
+        for m in modes.iter().map(|m| m.trim()).filter(|m| !m.is_empty()) {
+            let mode = match m {
+                "Node" => Mode::Node,
+                "RBAC" => Mode::Rbac,
+                "AlwaysAllow" => Mode::AlwaysAllow,
+                other => return Err(ModeError::Unknown(other.to_string())),
+            };
+            if out.contains(&mode) {
+                return Err(ModeError::Repeated(m.to_string()));
+            }
+            out.push(mode);
         }
-        ("coordination.k8s.io", "leases") => {
-            ns == Some("kube-node-lease")
-                && (name == Some(node) || obj.is_some_and(|o| o["metadata"]["name"] == node))
+        if out.is_empty() {
+            return Err(ModeError::Empty);
         }
-        ("", "pods") => obj.is_some_and(|o| o["spec"]["nodeName"] == node) || sub == Some("status"),
-        // A kubelet asks for the tokens of its pods' projected volumes, bound to the pod (as
-        // upstream's node authorizer and NodeRestriction allow).
-        ("", "serviceaccounts") => {
-            verb == "create"
-                && sub == Some("token")
-                && obj.is_some_and(|pod| {
-                    pod["spec"]["nodeName"] == node
-                        && name.is_some_and(|n| pod["spec"]["serviceAccountName"] == n)
-                })
-        }
-        ("", "events") | ("events.k8s.io", "events") => verb == "create" || verb == "patch",
-        _ => false,
-    });
-    if own {
-        return Ok(());
+        Ok(out)
     }
-    let subject = match name {
-        Some(n) => format!("{} {n:?}", r.qualified()),
-        None => r.qualified(),
+}
+
+/// The chain every request and every access review asks.
+#[derive(Debug, Clone)]
+pub struct Authorizer {
+    modes: Vec<Mode>,
+    rbac: Arc<Rbac>,
+}
+
+impl Authorizer {
+    pub fn new(modes: Vec<Mode>, rbac: Arc<Rbac>) -> Self {
+        Self { modes, rbac }
+    }
+
+    /// Upstream's default, `Node,RBAC`, over `rbac`.
+    pub fn node_rbac(rbac: Arc<Rbac>) -> Self {
+        Self::new(vec![Mode::Node, Mode::Rbac], rbac)
+    }
+
+    /// Every request allowed: for servers that do not authorize (tests of other things).
+    pub fn always_allow() -> Self {
+        Self::new(vec![Mode::AlwaysAllow], Arc::new(Rbac::default()))
+    }
+
+    pub fn rbac(&self) -> &Rbac {
+        &self.rbac
+    }
+
+    /// The chain's decision: the privileged group, then each mode in order.
+    pub fn decide(&self, a: &Attributes<'_>) -> Decision {
+        if a.user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
+            return Decision::Allow(String::new());
+        }
+        let mut reasons = Vec::new();
+        for mode in &self.modes {
+            let d = match mode {
+                Mode::Node => super::node::decide(a),
+                Mode::Rbac => self.rbac.decide(a),
+                Mode::AlwaysAllow => Decision::Allow(String::new()),
+            };
+            match d {
+                Decision::NoOpinion(r) => {
+                    if !r.is_empty() {
+                        reasons.push(r);
+                    }
+                }
+                decided => return decided,
+            }
+        }
+        Decision::NoOpinion(reasons.join(", "))
+    }
+
+    /// Whether `user` may `verb` the resource `r` (its `sub`resource, in `ns`, named `name`):
+    /// `Ok`, or upstream's 403.
+    #[allow(clippy::too_many_arguments)]
+    pub fn authorize(
+        &self,
+        user: &User,
+        verb: &str,
+        r: &ResourceType,
+        ns: Option<&str>,
+        name: Option<&str>,
+        sub: Option<&str>,
+        obj: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let attrs = ResourceAttributes {
+            group: r.group,
+            resource: r.name,
+            subresource: sub.unwrap_or_default(),
+            namespace: ns.filter(|_| r.namespaced).unwrap_or_default(),
+            name: name.unwrap_or_default(),
+        };
+        self.check(&Attributes { user, verb, target: Target::Resource(attrs), object: obj })
+    }
+
+    /// Whether `user` may `verb` the non-resource `path`.
+    pub fn authorize_path(&self, user: &User, verb: &str, path: &str) -> Result<(), ApiError> {
+        self.check(&Attributes { user, verb, target: Target::Path(path), object: None })
+    }
+
+    /// `Ok` when the chain allows `a`, else upstream's 403.
+    pub fn check(&self, a: &Attributes<'_>) -> Result<(), ApiError> {
+        match self.decide(a) {
+            Decision::Allow(_) => Ok(()),
+            Decision::Deny(reason) | Decision::NoOpinion(reason) => Err(forbidden(a, &reason)),
+        }
+    }
+
+    /// Everything `user` may do in `namespace` (cluster-wide rules included), for
+    /// `kubectl auth can-i --list`: each mode's rules, and `incomplete` with the modes'
+    /// errors when one cannot list them all, as upstream's union of rule resolvers.
+    pub fn rules_for(&self, user: &User, namespace: &str) -> SubjectRulesReviewStatus {
+        let mut status = SubjectRulesReviewStatus::default();
+        let mut errors = Vec::new();
+        for mode in &self.modes {
+            match mode {
+                Mode::Node if user.node().is_some() => {
+                    status.incomplete = true;
+                    errors.push(super::node::NO_RULE_RESOLUTION.to_string());
+                }
+                Mode::Node => {}
+                Mode::Rbac => {
+                    let (rules, errs) = self.rbac.rules_for(user, namespace);
+                    for r in rules {
+                        if r.non_resource_urls.as_deref().is_some_and(|u| !u.is_empty()) {
+                            status.non_resource_rules.push(NonResourceRule {
+                                verbs: r.verbs,
+                                non_resource_urls: r.non_resource_urls,
+                            });
+                        } else {
+                            status.resource_rules.push(ResourceRule {
+                                verbs: r.verbs,
+                                api_groups: r.api_groups,
+                                resources: r.resources,
+                                resource_names: r.resource_names,
+                            });
+                        }
+                    }
+                    if !errs.is_empty() {
+                        status.incomplete = true;
+                    }
+                    errors.extend(errs);
+                }
+                Mode::AlwaysAllow => {
+                    let all = || Some(vec!["*".to_string()]);
+                    status.resource_rules.push(ResourceRule {
+                        verbs: vec!["*".into()],
+                        api_groups: all(),
+                        resources: all(),
+                        resource_names: None,
+                    });
+                    status.non_resource_rules.push(NonResourceRule {
+                        verbs: vec!["*".into()],
+                        non_resource_urls: all(),
+                    });
+                }
+            }
+        }
+        status.evaluation_error = match errors.len() {
+            0 => None,
+            1 => errors.pop(),
+            _ => Some(format!("[{}]", errors.join(", "))),
+        };
+        status
+    }
+}
+
+/// Upstream's 403 for a request the chain did not allow, with the chain's reason.
+pub fn forbidden(a: &Attributes<'_>, reason: &str) -> ApiError {
+    let user = &a.user.name;
+    let verb = a.verb;
+    let (message, details) = match &a.target {
+        Target::Path(path) => {
+            (format!("forbidden: User {user:?} cannot {verb} path {path:?}"), None)
+        }
+        Target::Resource(r) => {
+            let resource = if r.subresource.is_empty() {
+                r.resource.to_string()
+            } else {
+                format!("{}/{}", r.resource, r.subresource)
+            };
+            let scope = if r.namespace.is_empty() {
+                " at the cluster scope".to_string()
+            } else {
+                format!(" in the namespace {:?}", r.namespace)
+            };
+            let qualified = if r.group.is_empty() {
+                r.resource.to_string()
+            } else {
+                format!("{}.{}", r.resource, r.group)
+            };
+            let subject =
+                if r.name.is_empty() { qualified } else { format!("{qualified} {:?}", r.name) };
+            let mut details = json!({"name": r.name, "kind": r.resource});
+            if !r.group.is_empty() {
+                details["group"] = json!(r.group);
+            }
+            (
+                format!(
+                    "{subject} is forbidden: User {user:?} cannot {verb} resource {resource:?} in API group {:?}{scope}",
+                    r.group
+                ),
+                Some(details),
+            )
+        }
     };
-    let resource = match sub {
-        Some(s) => format!("{}/{s}", r.name),
-        None => r.name.to_string(),
-    };
-    let scope = match ns {
-        Some(ns) => format!(" in the namespace {ns:?}"),
-        None => String::new(),
-    };
-    Err(ApiError::forbidden(format!(
-        "{subject} is forbidden: User {:?} cannot {verb} resource {resource:?} in API group {:?}{scope}",
-        user.name, r.group
-    )))
+    let message = if reason.is_empty() { message } else { format!("{message}: {reason}") };
+    ApiError { details, ..ApiError::forbidden(message) }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::resources::find;
-
-    #[test]
-    fn only_masters_write_anything_and_nodes_write_their_own() {
-        let pods = find("", "v1", "pods").unwrap();
-        let nodes = find("", "v1", "nodes").unwrap();
-        let node = User {
-            name: "system:node:n1".into(),
-            groups: vec!["system:nodes".into()],
-            ..User::default()
-        };
-        let alice = User { name: "alice".into(), groups: vec![], ..User::default() };
-        let master =
-            User { name: "admin".into(), groups: vec!["system:masters".into()], ..User::default() };
-        assert!(authorize(&master, "delete", nodes, None, Some("n2"), None, None).is_ok());
-        assert!(authorize(&alice, "list", pods, Some("default"), None, None, None).is_ok());
-        let err = authorize(&alice, "create", pods, Some("default"), None, None, None).unwrap_err();
-        assert_eq!(
-            err.message,
-            "pods is forbidden: User \"alice\" cannot create resource \"pods\" in API group \"\" in the namespace \"default\""
-        );
-        assert!(authorize(&node, "update", nodes, None, Some("n1"), Some("status"), None).is_ok());
-        assert!(authorize(&node, "update", nodes, None, Some("n2"), Some("status"), None).is_err());
-        let mine = serde_json::json!({"spec": {"nodeName": "n1"}});
-        assert!(
-            authorize(&node, "delete", pods, Some("default"), Some("p"), None, Some(&mine)).is_ok()
-        );
-        let theirs = serde_json::json!({"spec": {"nodeName": "n2"}});
-        assert!(
-            authorize(&node, "delete", pods, Some("default"), Some("p"), None, Some(&theirs))
-                .is_err()
-        );
-    }
-
-    #[test]
-    fn anyone_asks_about_themselves_and_only_nodes_and_masters_about_others() {
-        let sar = find("authorization.k8s.io", "v1", "subjectaccessreviews").unwrap();
-        let ssar = find("authorization.k8s.io", "v1", "selfsubjectaccessreviews").unwrap();
-        let user = |name: &str, group: &str| User {
-            name: name.into(),
-            groups: vec![group.into()],
-            ..User::default()
-        };
-        let (alice, node) = (user("alice", "devs"), user("system:node:n1", "system:nodes"));
-        assert!(authorize(&alice, "create", ssar, None, None, None, None).is_ok());
-        assert!(authorize(&alice, "create", sar, None, None, None, None).is_err());
-        assert!(authorize(&node, "create", sar, None, None, None, None).is_ok());
-        let tokens = find("authentication.k8s.io", "v1", "tokenreviews").unwrap();
-        assert!(authorize(&alice, "create", tokens, None, None, None, None).is_err());
-        assert!(authorize(&node, "create", tokens, None, None, None, None).is_ok());
-        let admin = user("admin", "system:masters");
-        assert!(authorize(&admin, "create", sar, None, None, None, None).is_ok());
-    }
-
-    #[test]
-    fn a_node_asks_only_for_tokens_of_the_pods_bound_to_it() {
-        let sa = find("", "v1", "serviceaccounts").unwrap();
-        let node = User {
-            name: "system:node:n1".into(),
-            groups: vec!["system:nodes".into()],
-            ..User::default()
-        };
-        let mine = serde_json::json!({"spec": {"nodeName": "n1", "serviceAccountName": "web"}});
-        let ask = |name: &str, pod: Option<&Value>| {
-            authorize(&node, "create", sa, Some("default"), Some(name), Some("token"), pod)
-        };
-        assert!(ask("web", Some(&mine)).is_ok());
-        assert!(ask("other", Some(&mine)).is_err(), "the pod runs as another account");
-        let theirs = serde_json::json!({"spec": {"nodeName": "n2", "serviceAccountName": "web"}});
-        assert!(ask("web", Some(&theirs)).is_err());
-        assert!(ask("web", None).is_err(), "no pod: no token for a node");
-        let sa_user = User {
-            name: "system:serviceaccount:default:web".into(),
-            groups: vec!["system:serviceaccounts".into()],
-            ..User::default()
-        };
-        assert!(authorize(&sa_user, "get", sa, Some("default"), Some("web"), None, None).is_ok());
-        assert!(
-            authorize(
-                &sa_user,
-                "create",
-                sa,
-                Some("default"),
-                Some("web"),
-                Some("token"),
-                Some(&mine)
-            )
-            .is_err()
-        );
-    }
-}
+mod tests;

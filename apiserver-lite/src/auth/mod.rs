@@ -6,9 +6,13 @@
 //! - [`x509`]: client certificates (CN and O);
 //! - [`token_file`]: the `--token-auth-file` tokens;
 //! - [`service_account`]: service-account JWTs;
-//! - [`authorizer`]: the interim authorizer.
+//! - [`impersonation`]: `Impersonate-*` headers (`kubectl --as`), each checked by the authorizer;
+//! - [`authorizer`]: the `--authorization-mode` chain, over [`node`] (kubelets) and [`rbac`].
 
 pub mod authorizer;
+pub mod impersonation;
+pub mod node;
+pub mod rbac;
 pub mod service_account;
 pub mod token_file;
 pub mod x509;
@@ -17,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
-pub use authorizer::{ABOUT_OTHERS, authorize};
+pub use authorizer::{Authorizer, Mode};
 pub use service_account::{Authenticated, ServiceAccountTokens, TokenError};
 pub use token_file::TokenFileError;
 pub use x509::user_from_cert;

@@ -17,7 +17,7 @@ use hyper::body::Incoming;
 use hyper::header::{ACCEPT, AUTHORIZATION, HeaderValue};
 use hyper::{Method, Request, Response};
 
-use crate::auth::{Authenticator, User};
+use crate::auth::{Authenticator, Authorizer, User, impersonation};
 use crate::discovery;
 use crate::errors::ApiError;
 use crate::registry::Registry;
@@ -30,6 +30,8 @@ use body::Body;
 pub struct ApiState {
     pub registry: Arc<Registry>,
     pub auth: Authenticator,
+    /// The `--authorization-mode` chain every request and access review asks.
+    pub authz: Authorizer,
     /// `host:port` clients reach this server at (for `/api`'s address list).
     pub address: String,
     /// How `pods/log`, `pods/exec`, `pods/attach` and `pods/portforward` reach kubelets.
@@ -84,6 +86,10 @@ async fn serve(
             state.auth.authenticate(authorization, cert.as_ref())
         }
     };
+    let user = match user {
+        Some(u) => Some(impersonation::impersonate(&state.authz, u, req.headers())?),
+        None => None,
+    };
     let accept =
         req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let aggregated = accept.contains("as=APIGroupDiscoveryList");
@@ -94,6 +100,11 @@ async fn serve(
     }
     if req.method() != Method::GET && !matches!(route, Route::Resource(_)) {
         return Err(ApiError::method_not_allowed());
+    }
+    if let (false, Some(u)) = (matches!(route, Route::Resource(_)), &user) {
+        // Non-resource paths are authorized by path (upstream's system:discovery and
+        // system:public-info-viewer roles open them to authenticated users).
+        state.authz.authorize_path(u, "get", req.uri().path())?;
     }
     let not_found = ApiError::path_not_found;
     Ok(match route {

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::ApiState;
 use super::body::{self, Body};
 use super::proxy::{kubelet_error, kubelet_request, locate_pod, segment, send, upgrade_splice};
-use crate::auth::{self, User};
+use crate::auth::User;
 use crate::errors::ApiError;
 use crate::resources;
 
@@ -82,7 +82,7 @@ pub async fn port_forward(
 ) -> Result<Response<Body>, ApiError> {
     let pods =
         resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
-    auth::authorize(user, "create", pods, ns, Some(name), Some("portforward"), None)?;
+    state.authz.authorize(user, "create", pods, ns, Some(name), Some("portforward"), None)?;
     let loc = locate_pod(state, ns, name)?;
     let mut path = format!("/portForward/{}/{}", segment(ns.unwrap_or_default()), segment(name));
     let q = kubelet_query(req.uri().query());

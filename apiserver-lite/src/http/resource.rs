@@ -13,7 +13,8 @@ use super::ApiState;
 use super::body::{self, Body};
 use super::proxy::RemoteCommand;
 use super::watch::{self, WatchFormat};
-use crate::auth::{self, User};
+use crate::auth::User;
+use crate::auth::rbac::escalation;
 use crate::binding::Binding;
 use crate::errors::ApiError;
 use crate::objects::{self, FieldValidation};
@@ -180,12 +181,13 @@ pub async fn handle(
     if !r.verbs().contains(&verb) || (!r.is_stored() && name.is_some()) {
         return Err(ApiError::method_not_allowed());
     }
+    let authz = &state.authz;
     if !r.is_stored() {
         // A review: the answer is computed, not stored.
-        auth::authorize(user, verb, r, ns, None, None, None)?;
+        authz.authorize(user, verb, r, ns, None, None, None)?;
         let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
         let (answer, warnings) =
-            reviews::answer(registry, &state.auth, user, r, body, write.validation)?;
+            reviews::answer(registry, &state.auth, authz, user, r, body, write.validation)?;
         return Ok(with_warnings(body::json(201, &answer), &warnings));
     }
     // Writes to pods are authorized against the stored pod (its node), creations against the
@@ -195,7 +197,7 @@ pub async fn handle(
         (_, Some(n)) => registry.get(r, ns, n).ok(),
     };
     if (verb, name) != ("create", None) {
-        auth::authorize(user, verb, r, ns, name, sub, stored.as_ref())?;
+        authz.authorize(user, verb, r, ns, name, sub, stored.as_ref())?;
     }
 
     match (verb, name, sub) {
@@ -285,7 +287,8 @@ pub async fn handle(
         ("get", Some(n), Some("scale")) => Ok(body::json(200, &scale_of(&registry.get(r, ns, n)?))),
         ("create", None, None) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
-            auth::authorize(user, verb, r, ns, None, None, Some(&body))?;
+            authz.authorize(user, verb, r, ns, None, None, Some(&body))?;
+            escalation::check(authz, user, r, ns, &body, None)?;
             let (obj, warnings) = registry.create(r, ns, body, write).await?;
             Ok(with_warnings(body::json(201, &obj), &warnings))
         }
@@ -305,7 +308,10 @@ pub async fn handle(
         ("update", Some(n), None | Some("status") | Some("finalize")) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
             let sub = sub.filter(|s| *s == "status");
-            let (obj, warnings) = registry.update(r, ns, n, sub, body, write).await?;
+            let guard =
+                |old: &Value, new: &Value| escalation::check(authz, user, r, ns, new, Some(old));
+            let (obj, warnings) =
+                registry.update_guarded(r, ns, n, sub, body, write, guard).await?;
             Ok(with_warnings(body::json(200, &obj), &warnings))
         }
         ("update" | "patch", Some(n), Some("scale")) => {
@@ -348,7 +354,11 @@ pub async fn handle(
             let patch: Value = serde_json::from_slice(&raw)
                 .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
             let (obj, warnings) = registry
-                .update_with(r, ns, n, sub, write, |old| patch::apply(pt, old, &patch))
+                .update_with(r, ns, n, sub, write, |old| {
+                    let new = patch::apply(pt, old, &patch)?;
+                    escalation::check(authz, user, r, ns, &new, Some(old))?;
+                    Ok(new)
+                })
                 .await?;
             Ok(with_warnings(body::json(200, &obj), &warnings))
         }

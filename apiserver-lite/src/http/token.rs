@@ -8,7 +8,7 @@ use hyper::{Method, Request, Response};
 
 use super::ApiState;
 use super::body::{self, Body};
-use crate::auth::{self, User};
+use crate::auth::User;
 use crate::errors::ApiError;
 use crate::objects::{self, FieldValidation};
 use crate::request::{Query, ResourceRequest};
@@ -38,7 +38,7 @@ pub(super) async fn create(
     let pods = resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods"))?;
     let pod =
         token_request::bound_pod(&request).and_then(|p| state.registry.get(pods, Some(ns), p).ok());
-    auth::authorize(
+    state.authz.authorize(
         user,
         "create",
         rr.resource,

@@ -8,12 +8,14 @@
 //! - [`secret`]: Secrets (`stringData`, types, immutability);
 //! - [`config_map`]: ConfigMaps (keys, size, immutability);
 //! - [`apps`]: Deployments, ReplicaSets, DaemonSets;
-//! - [`batch`]: Jobs and CronJobs.
+//! - [`batch`]: Jobs and CronJobs;
+//! - [`rbac`]: roles, cluster roles and their bindings.
 
 mod apps;
 mod batch;
 mod config_map;
 mod core;
+pub mod rbac;
 mod secret;
 
 use api::validation::{ErrorList, Path};
@@ -24,6 +26,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Endpoints, Event, Namespace, Node, Pod, PodTemplateSpec, Secret, Service,
     ServiceAccount,
 };
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rand::Rng;
 use serde::Serialize;
@@ -49,6 +52,10 @@ enum Rules {
     DaemonSet,
     Job,
     CronJob,
+    Role,
+    ClusterRole,
+    RoleBinding,
+    ClusterRoleBinding,
     /// Metadata rules only.
     Plain,
 }
@@ -65,6 +72,10 @@ fn rules(r: &ResourceType) -> Rules {
         ("apps", "DaemonSet") => Rules::DaemonSet,
         ("batch", "Job") => Rules::Job,
         ("batch", "CronJob") => Rules::CronJob,
+        (rbac::GROUP, "Role") => Rules::Role,
+        (rbac::GROUP, "ClusterRole") => Rules::ClusterRole,
+        (rbac::GROUP, "RoleBinding") => Rules::RoleBinding,
+        (rbac::GROUP, "ClusterRoleBinding") => Rules::ClusterRoleBinding,
         _ => Rules::Plain,
     }
 }
@@ -168,6 +179,16 @@ pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiE
         ("batch", "CronJob") => decode_typed::<CronJob>(r, obj),
         ("coordination.k8s.io", "Lease") => decode_typed::<Lease>(r, obj),
         ("events.k8s.io", "Event") => decode_typed::<k8s_openapi::api::events::v1::Event>(r, obj),
+        (rbac::GROUP, "Role") => decode_typed::<k8s_openapi::api::rbac::v1::Role>(r, obj),
+        (rbac::GROUP, "ClusterRole") => {
+            decode_typed::<k8s_openapi::api::rbac::v1::ClusterRole>(r, obj)
+        }
+        (rbac::GROUP, "RoleBinding") => {
+            decode_typed::<k8s_openapi::api::rbac::v1::RoleBinding>(r, obj)
+        }
+        (rbac::GROUP, "ClusterRoleBinding") => {
+            decode_typed::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(r, obj)
+        }
         ("authorization.k8s.io", "SelfSubjectAccessReview") => {
             decode_typed::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(r, obj)
         }
@@ -247,7 +268,9 @@ pub fn apply_defaults(r: &ResourceType, obj: &mut Value) -> Result<(), ApiError>
         Rules::DaemonSet => with_typed(obj, apps::default_daemon_set),
         Rules::Job => with_typed(obj, batch::default_job),
         Rules::CronJob => with_typed(obj, batch::default_cron_job),
-        Rules::ConfigMap | Rules::Plain => Ok(()),
+        Rules::RoleBinding => with_typed(obj, rbac::default_role_binding),
+        Rules::ClusterRoleBinding => with_typed(obj, rbac::default_cluster_role_binding),
+        Rules::ConfigMap | Rules::Plain | Rules::Role | Rules::ClusterRole => Ok(()),
     }
 }
 
@@ -266,9 +289,15 @@ pub fn prepare_for_create(r: &ResourceType, obj: &mut Value) -> Result<(), ApiEr
             obj["status"] = json!({});
             Ok(())
         }
-        Rules::Namespace | Rules::Service | Rules::Secret | Rules::ConfigMap | Rules::Plain => {
-            Ok(())
-        }
+        Rules::Namespace
+        | Rules::Service
+        | Rules::Secret
+        | Rules::ConfigMap
+        | Rules::Plain
+        | Rules::Role
+        | Rules::ClusterRole
+        | Rules::RoleBinding
+        | Rules::ClusterRoleBinding => Ok(()),
     }
 }
 
@@ -325,6 +354,10 @@ pub fn validate(r: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         Rules::CronJob => batch::validate_cron_job(&typed(obj)?, None),
         Rules::Secret => with_meta(r, obj, secret::validate(&typed(obj)?)),
         Rules::ConfigMap => with_meta(r, obj, config_map::validate(&typed(obj)?)),
+        Rules::Role => rbac::validate_role(&typed(obj)?),
+        Rules::ClusterRole => rbac::validate_cluster_role(&typed(obj)?),
+        Rules::RoleBinding => rbac::validate_role_binding(&typed(obj)?),
+        Rules::ClusterRoleBinding => rbac::validate_cluster_role_binding(&typed(obj)?),
         Rules::Namespace | Rules::Service | Rules::Plain => validate_meta(r, obj),
     };
     invalid(r, obj, errs)
@@ -366,6 +399,20 @@ pub fn validate_update(
         }
         (Rules::ConfigMap, _) => {
             with_meta(r, new, config_map::validate_update(&typed(new)?, &typed(old)?))
+        }
+        (Rules::Role, _) => rbac::validate_role(&typed(new)?),
+        (Rules::ClusterRole, _) => rbac::validate_cluster_role(&typed(new)?),
+        (Rules::RoleBinding, _) => {
+            let (n, o): (RoleBinding, RoleBinding) = (typed(new)?, typed(old)?);
+            let mut errs = rbac::validate_role_binding(&n);
+            errs.extend(rbac::validate_role_ref_update(&n.role_ref, &o.role_ref));
+            errs
+        }
+        (Rules::ClusterRoleBinding, _) => {
+            let (n, o): (ClusterRoleBinding, ClusterRoleBinding) = (typed(new)?, typed(old)?);
+            let mut errs = rbac::validate_cluster_role_binding(&n);
+            errs.extend(rbac::validate_role_ref_update(&n.role_ref, &o.role_ref));
+            errs
         }
         (Rules::Namespace | Rules::Service | Rules::Plain, _) => validate_meta(r, new),
     });

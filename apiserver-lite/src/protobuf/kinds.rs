@@ -79,6 +79,10 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
             Ok(v)
         }
         ("authentication.k8s.io/v1", "TokenRequest") => token_request(message(raw)?),
+        (
+            "rbac.authorization.k8s.io/v1",
+            kind @ ("Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding"),
+        ) => super::rbac::decode(kind, raw),
         ("authentication.k8s.io/v1", "SelfSubjectReview") => {
             let mut r: authn::SelfSubjectReview = message(raw)?;
             let v = obj([("metadata", object_meta(r.metadata.take())?)]);
@@ -90,7 +94,7 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
             415,
             "UnsupportedMediaType",
             format!(
-                "protobuf bodies are decoded for Deployment, Job, CronJob, Namespace, ConfigMap, Secret, Service, Pod, SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and TokenRequest; send {api_version} {kind} as JSON"
+                "protobuf bodies are decoded for Deployment, Job, CronJob, Namespace, ConfigMap, Secret, Service, Pod, Role, ClusterRole, RoleBinding, ClusterRoleBinding, SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and TokenRequest; send {api_version} {kind} as JSON"
             ),
         )),
     }

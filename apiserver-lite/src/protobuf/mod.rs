@@ -12,11 +12,13 @@
 //! - this file: the envelope, the kinds, the helpers and the leftover check;
 //! - [`meta`]: object metadata, selectors, times, quantities;
 //! - [`pod`]: pod templates, specs, containers, volumes;
-//! - [`kinds`]: the workload and other objects built from them.
+//! - [`kinds`]: the workload and other objects built from them;
+//! - [`rbac`]: roles, cluster roles and their bindings.
 
 mod kinds;
 mod meta;
 mod pod;
+mod rbac;
 
 use prost::Message;
 use serde_json::{Map, Value, json};

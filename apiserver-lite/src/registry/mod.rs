@@ -228,6 +228,22 @@ impl Registry {
         body: Value,
         w: WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
+        self.update_guarded(r, ns, name, sub, body, w, |_, _| Ok(())).await
+    }
+
+    /// [`update`](Self::update), with `guard` deciding on the (current, new) pair first (RBAC's
+    /// escalation check).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn update_guarded(
+        &self,
+        r: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        sub: Option<&str>,
+        body: Value,
+        w: WriteOptions,
+        guard: impl FnOnce(&Value, &Value) -> Result<(), ApiError>,
+    ) -> Result<(Value, Vec<String>), ApiError> {
         let mut body = body;
         objects::check_type(r, &mut body)?;
         if let Some(given) =
@@ -237,7 +253,11 @@ impl Registry {
                 "the name of the object ({given}) does not match the name on the URL ({name})"
             )));
         }
-        self.update_with(r, ns, name, sub, w, move |_| Ok(body)).await
+        self.update_with(r, ns, name, sub, w, move |old| {
+            guard(old, &body)?;
+            Ok(body)
+        })
+        .await
     }
 
     /// Read-modify-write: `change` gets the current object and returns the new one (used by

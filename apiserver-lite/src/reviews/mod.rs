@@ -1,12 +1,10 @@
 //! The review types, created to get an answer and never stored, as upstream:
-//! `selfsubjectaccessreviews` (`kubectl auth can-i`), answered by the same authorizer that
+//! `selfsubjectaccessreviews` (`kubectl auth can-i`), answered by the same authorizer chain that
 //! guards every request; `subjectaccessreviews`, the same question about someone else (how a
 //! kubelet in Webhook mode authorizes callers of its API); `selfsubjectrulesreviews`
-//! (`kubectl auth can-i --list`), that authorizer's rules written out ([`rules`]); and
+//! (`kubectl auth can-i --list`), the chain's rules written out; and
 //! `selfsubjectreviews` (`kubectl auth whoami`), the caller's identity as authentication saw it;
 //! and `tokenreviews`, whom a bearer token names (how a kubelet authenticates token callers).
-
-mod rules;
 
 use api::validation::{ErrorList, FieldError, Path};
 use k8s_openapi::api::authentication::v1::{
@@ -14,20 +12,18 @@ use k8s_openapi::api::authentication::v1::{
     UserInfo,
 };
 use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-    SelfSubjectRulesReview, SubjectAccessReview, SubjectAccessReviewSpec,
-    SubjectAccessReviewStatus,
+    ResourceAttributes as ResourceAttributes_, SelfSubjectAccessReview,
+    SelfSubjectAccessReviewSpec, SelfSubjectRulesReview, SubjectAccessReview,
+    SubjectAccessReviewSpec, SubjectAccessReviewStatus,
 };
 use serde_json::Value;
 
-use crate::auth::{self, Authenticator, User};
+use crate::auth::authorizer::{Attributes, Decision, ResourceAttributes, Target};
+use crate::auth::{Authenticator, Authorizer, User};
 use crate::errors::ApiError;
 use crate::objects::{self, FieldValidation};
 use crate::registry::{self, Registry};
 use crate::resources::{RESOURCES, ResourceType};
-
-/// Why a request the interim authorizer refuses is refused, for `kubectl auth can-i` to print.
-pub const DENIED: &str = "apiserver-lite's interim authorizer (until RBAC): system:masters may do anything, authenticated users may read and ask the reviews, a node may write only its own Node, Lease, pods and events and request tokens for its pods' service accounts";
 
 /// A value rendered as-is in a field error (`null`, or a JSON document).
 struct Raw(String);
@@ -43,6 +39,7 @@ impl api::validation::Value for Raw {
 pub fn answer(
     registry: &Registry,
     authenticator: &Authenticator,
+    authz: &Authorizer,
     user: &User,
     r: &ResourceType,
     mut body: Value,
@@ -56,20 +53,20 @@ pub fn answer(
         "SelfSubjectAccessReview" => {
             let mut review: SelfSubjectAccessReview = typed(decoded)?;
             validate(r, &review.spec, None)?;
-            review.status = Some(decide(user, &review.spec, stored));
+            review.status = Some(decide(authz, user, &review.spec, stored));
             serde_json::to_value(review)
         }
         "SubjectAccessReview" => {
             let mut review: SubjectAccessReview = typed(decoded)?;
             let (subject, asked) = subject_of(&review.spec);
             validate(r, &asked, Some(&subject))?;
-            review.status = Some(decide(&subject, &asked, stored));
+            review.status = Some(decide(authz, &subject, &asked, stored));
             serde_json::to_value(review)
         }
         "SelfSubjectRulesReview" => {
             let mut review: SelfSubjectRulesReview = typed(decoded)?;
             let namespace = review.spec.namespace.clone().unwrap_or_default();
-            review.status = Some(rules::rules(user, &namespace));
+            review.status = Some(authz.rules_for(user, &namespace));
             serde_json::to_value(review)
         }
         "TokenReview" => {
@@ -171,67 +168,49 @@ fn user_info(user: &User) -> UserInfo {
     }
 }
 
-fn allowed(yes: bool) -> SubjectAccessReviewStatus {
-    SubjectAccessReviewStatus {
-        allowed: yes,
-        reason: (!yes).then(|| DENIED.to_string()),
-        ..Default::default()
-    }
-}
-
-/// Whether `user` may do what the review asks, by the rules [`auth::authorize`] applies to real
-/// requests. `stored` looks up the object a named request is about (a node's rights over a pod
-/// depend on the node it is bound to).
+/// Whether `user` may do what the review asks, by the chain that guards real requests.
+/// `stored` looks up the object a named request is about (a node's rights over a pod depend on
+/// the node it is bound to).
 pub fn decide(
+    authz: &Authorizer,
     user: &User,
     spec: &SelfSubjectAccessReviewSpec,
     stored: impl Fn(&ResourceType, Option<&str>, &str) -> Option<Value>,
 ) -> SubjectAccessReviewStatus {
-    if user.is_master() {
-        return allowed(true);
-    }
-    let Some(a) = &spec.resource_attributes else {
-        // Non-resource paths (discovery, version, health) are open to every authenticated
-        // user for reading, as this server serves them.
-        let verb = spec.non_resource_attributes.as_ref().and_then(|n| n.verb.as_deref());
-        return allowed(verb == Some("get"));
+    let (verb, target, obj) = match (&spec.resource_attributes, &spec.non_resource_attributes) {
+        (Some(a), _) => {
+            let attrs = ResourceAttributes {
+                group: s(&a.group),
+                resource: s(&a.resource),
+                subresource: s(&a.subresource),
+                namespace: s(&a.namespace),
+                name: s(&a.name),
+            };
+            let obj = resource_type(a).filter(|_| !attrs.name.is_empty()).and_then(|t| {
+                let ns = Some(attrs.namespace).filter(|n| t.namespaced && !n.is_empty());
+                stored(t, ns, attrs.name)
+            });
+            (s(&a.verb), Target::Resource(attrs), obj)
+        }
+        (None, Some(n)) => (s(&n.verb), Target::Path(s(&n.path)), None),
+        (None, None) => ("", Target::Path(""), None),
     };
-    let wildcard = |s: &Option<String>| s.as_deref() == Some("*");
-    if wildcard(&a.verb) {
-        return allowed(false);
+    let decision = authz.decide(&Attributes { user, verb, target, object: obj.as_ref() });
+    let reason = Some(decision.reason().to_string()).filter(|r| !r.is_empty());
+    SubjectAccessReviewStatus {
+        allowed: decision.allowed(),
+        denied: matches!(decision, Decision::Deny(_)).then_some(true),
+        reason,
+        evaluation_error: None,
     }
-    if wildcard(&a.resource) || wildcard(&a.group) {
-        // Every type at once: only reads are open to every authenticated user.
-        return allowed(matches!(a.verb.as_deref(), Some("get" | "list" | "watch")));
-    }
-    let Some(t) = resource_type(a) else {
-        let resource = a.resource.as_deref().unwrap_or_default();
-        let group = a.group.as_deref().unwrap_or_default();
-        return SubjectAccessReviewStatus {
-            allowed: false,
-            reason: Some(format!("this server does not serve {resource:?} in API group {group:?}")),
-            ..Default::default()
-        };
-    };
-    let some = |s: &Option<String>| s.clone().filter(|v| !v.is_empty());
-    let (ns, name, sub) = (some(&a.namespace), some(&a.name), some(&a.subresource));
-    let ns = ns.filter(|_| t.namespaced);
-    let verb = a.verb.as_deref().unwrap_or_default();
-    let obj = name.as_deref().and_then(|n| stored(t, ns.as_deref(), n));
-    let decision = auth::authorize(
-        user,
-        verb,
-        t,
-        ns.as_deref(),
-        name.as_deref(),
-        sub.as_deref(),
-        obj.as_ref(),
-    );
-    allowed(decision.is_ok())
+}
+
+fn s(v: &Option<String>) -> &str {
+    v.as_deref().unwrap_or_default()
 }
 
 /// The served type the attributes name (any version when none or `*` is given).
-fn resource_type(a: &ResourceAttributes) -> Option<&'static ResourceType> {
+fn resource_type(a: &ResourceAttributes_) -> Option<&'static ResourceType> {
     let group = a.group.as_deref().unwrap_or_default();
     let resource = a.resource.as_deref()?;
     let version = a.version.as_deref().filter(|v| !v.is_empty() && *v != "*");
@@ -241,149 +220,4 @@ fn resource_type(a: &ResourceAttributes) -> Option<&'static ResourceType> {
 }
 
 #[cfg(test)]
-mod tests {
-    use k8s_openapi::api::authorization::v1::NonResourceAttributes;
-    use serde_json::json;
-
-    use super::*;
-
-    fn user(name: &str, groups: &[&str]) -> User {
-        User {
-            name: name.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..User::default()
-        }
-    }
-
-    fn ask(
-        verb: &str,
-        group: &str,
-        resource: &str,
-        ns: &str,
-        name: &str,
-    ) -> SelfSubjectAccessReviewSpec {
-        SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                verb: Some(verb.into()),
-                group: Some(group.into()),
-                resource: Some(resource.into()),
-                namespace: Some(ns.into()),
-                name: Some(name.into()),
-                ..Default::default()
-            }),
-            non_resource_attributes: None,
-        }
-    }
-
-    /// The pod `web` is bound to node-a; nothing else is stored.
-    fn stored(t: &ResourceType, _: Option<&str>, name: &str) -> Option<Value> {
-        (t.name == "pods" && name == "web").then(|| json!({"spec": {"nodeName": "node-a"}}))
-    }
-
-    #[test]
-    fn answers_follow_the_authorizer_that_guards_requests() {
-        let admin = user("admin", &["system:masters", "system:authenticated"]);
-        let dev = user("dev", &["system:authenticated"]);
-        let node = user("system:node:node-a", &["system:nodes", "system:authenticated"]);
-        let table = [
-            (&admin, ask("delete", "", "pods", "default", ""), true),
-            (&admin, ask("*", "*", "*", "", ""), true),
-            (&admin, ask("create", "example.com", "widgets", "", ""), true),
-            (&dev, ask("get", "", "pods", "default", ""), true),
-            (&dev, ask("watch", "apps", "deployments", "", ""), true),
-            (&dev, ask("create", "", "pods", "default", ""), false),
-            (&dev, ask("*", "", "pods", "default", ""), false),
-            (&dev, ask("get", "*", "*", "", ""), true),
-            (&dev, ask("create", "authorization.k8s.io", "selfsubjectrulesreviews", "", ""), true),
-            (&dev, ask("delete", "authorization.k8s.io", "selfsubjectrulesreviews", "", ""), false),
-            (&node, ask("update", "*", "*", "", ""), false),
-            (&node, ask("update", "", "nodes", "", "node-a"), true),
-            (&node, ask("update", "", "nodes", "", "node-b"), false),
-            (&node, ask("delete", "", "pods", "default", "web"), true),
-            (&node, ask("delete", "", "pods", "default", "other"), false),
-            (
-                &node,
-                ask("update", "coordination.k8s.io", "leases", "kube-node-lease", "node-a"),
-                true,
-            ),
-            (&node, ask("create", "", "secrets", "default", ""), false),
-        ];
-        for (who, spec, want) in table {
-            let got = decide(who, &spec, stored);
-            assert_eq!(got.allowed, want, "{} {:?}", who.name, spec.resource_attributes);
-            assert_eq!(got.reason.is_some(), !want, "a refusal says why");
-        }
-    }
-
-    #[test]
-    fn a_subject_access_review_asks_about_its_subject_as_a_kubelet_does() {
-        let kubelet_asks = |user: &str, groups: &[&str], verb: &str, node: &str| {
-            let spec = SubjectAccessReviewSpec {
-                user: Some(user.into()),
-                groups: Some(groups.iter().map(|g| g.to_string()).collect()),
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some(verb.into()),
-                    version: Some("v1".into()),
-                    resource: Some("nodes".into()),
-                    subresource: Some("proxy".into()),
-                    name: Some(node.into()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            };
-            let (subject, asked) = subject_of(&spec);
-            decide(&subject, &asked, stored).allowed
-        };
-        let masters = ["system:masters", "system:authenticated"];
-        assert!(kubelet_asks("kube-apiserver-kubelet-client", &masters, "create", "node-a"));
-        let nodes = ["system:nodes", "system:authenticated"];
-        assert!(kubelet_asks("system:node:node-a", &nodes, "create", "node-a"));
-        assert!(!kubelet_asks("system:node:node-b", &nodes, "create", "node-a"));
-        assert!(kubelet_asks("system:node:node-b", &nodes, "get", "node-a"), "reads are open");
-        assert!(!kubelet_asks("dev", &[], "create", "node-a"));
-    }
-
-    #[test]
-    fn a_token_review_names_the_tokens_user_or_says_it_is_invalid() {
-        let mut authn = Authenticator::default();
-        authn.add_token("t0k3n", user("system:node:node-b", &["system:nodes"]));
-        let ask = |token: &str| {
-            let spec = TokenReviewSpec {
-                token: Some(token.into()),
-                audiences: Some(vec!["https://kubernetes.default.svc".into()]),
-            };
-            token_review(&authn, &spec)
-        };
-        let yes = ask("t0k3n");
-        assert_eq!(yes.authenticated, Some(true));
-        let who = yes.user.unwrap();
-        assert_eq!(who.username.as_deref(), Some("system:node:node-b"));
-        assert_eq!(who.groups.unwrap(), ["system:nodes", "system:authenticated"]);
-        assert_eq!(yes.audiences.unwrap(), ["https://kubernetes.default.svc"]);
-        for bad in ["nope", ""] {
-            let no = ask(bad);
-            assert_eq!(no.authenticated, Some(false), "{bad:?}");
-            assert_eq!((no.user, no.error.as_deref()), (None, Some("invalid bearer token")));
-        }
-    }
-
-    #[test]
-    fn unknown_types_and_non_resource_paths_get_clear_answers() {
-        let dev = user("dev", &["system:authenticated"]);
-        let got = decide(&dev, &ask("get", "example.com", "widgets", "", ""), stored);
-        assert!(!got.allowed);
-        assert_eq!(
-            got.reason.as_deref(),
-            Some("this server does not serve \"widgets\" in API group \"example.com\"")
-        );
-        let path = |verb: &str| SelfSubjectAccessReviewSpec {
-            resource_attributes: None,
-            non_resource_attributes: Some(NonResourceAttributes {
-                path: Some("/version".into()),
-                verb: Some(verb.into()),
-            }),
-        };
-        assert!(decide(&dev, &path("get"), stored).allowed);
-        assert!(!decide(&dev, &path("post"), stored).allowed);
-    }
-}
+mod tests;

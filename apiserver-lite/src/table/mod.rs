@@ -126,6 +126,30 @@ mod tests {
     }
 
     #[test]
+    fn role_bindings_show_the_role_and_their_subjects_by_kind() {
+        let rb = find("rbac.authorization.k8s.io", "v1", "rolebindings").unwrap();
+        let o = serde_json::json!({
+            "metadata": {"name": "b", "creationTimestamp": "2020-01-01T00:00:00Z"},
+            "roleRef": {"kind": "ClusterRole", "name": "view"},
+            "subjects": [
+                {"kind": "User", "name": "alice"}, {"kind": "Group", "name": "devs"},
+                {"kind": "User", "name": "bob"},
+                {"kind": "ServiceAccount", "name": "web", "namespace": "a"},
+            ],
+        });
+        let row = printers::row(rb, &o, jiff::Timestamp::now());
+        let cells: Vec<(&str, String)> =
+            row.iter().map(|(c, v)| (c.name, v.as_str().unwrap_or_default().to_string())).collect();
+        assert_eq!(cells[1], ("Role", "ClusterRole/view".to_string()));
+        assert_eq!(cells[3], ("Users", "alice, bob".to_string()));
+        assert_eq!(cells[4], ("Groups", "devs".to_string()));
+        assert_eq!(cells[5], ("ServiceAccounts", "a/web".to_string()));
+        let roles = find("rbac.authorization.k8s.io", "v1", "clusterroles").unwrap();
+        let names: Vec<&str> = printers::columns(roles).iter().map(|c| c.name).collect();
+        assert_eq!(names, ["Name", "Created At"]);
+    }
+
+    #[test]
     fn pod_rows_have_kubectls_columns() {
         let pods = find("", "v1", "pods").unwrap();
         let pod = json!({

@@ -58,8 +58,36 @@ pub fn row(r: &ResourceType, o: &Value, now: jiff::Timestamp) -> Row {
             (col("Holder", "string", 0), str(&o["spec"]["holderIdentity"])),
             age_of(o, now),
         ],
+        ("rbac.authorization.k8s.io", "roles" | "clusterroles") => {
+            vec![name(o), (col("Created At", "date", 0), str(&o["metadata"]["creationTimestamp"]))]
+        }
+        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => binding(o, now),
         _ => vec![name(o), age_of(o, now)],
     }
+}
+
+/// Upstream's role binding columns: the role as `Kind/name`, and (wide) the subjects by kind,
+/// service accounts as `namespace/name`.
+fn binding(o: &Value, now: jiff::Timestamp) -> Row {
+    let (mut users, mut groups, mut accounts) = (Vec::new(), Vec::new(), Vec::new());
+    for subject in o["subjects"].as_array().into_iter().flatten() {
+        let name = s(&subject["name"]);
+        match subject["kind"].as_str() {
+            Some("User") => users.push(name),
+            Some("Group") => groups.push(name),
+            Some("ServiceAccount") => accounts.push(format!("{}/{name}", s(&subject["namespace"]))),
+            _ => {}
+        }
+    }
+    let role = format!("{}/{}", s(&o["roleRef"]["kind"]), s(&o["roleRef"]["name"]));
+    vec![
+        name(o),
+        (col("Role", "string", 0), json!(role)),
+        age_of(o, now),
+        (col("Users", "string", 1), json!(users.join(", "))),
+        (col("Groups", "string", 1), json!(groups.join(", "))),
+        (col("ServiceAccounts", "string", 1), json!(accounts.join(", "))),
+    ]
 }
 
 /// The columns of `r`'s rows.
