@@ -1,6 +1,11 @@
 //! [`JoinedNode`]: the smallest cluster the API-level tests need — apiserver-lite with a token
 //! for the node, a private containerd with the test images, and a kubelet joined to the
 //! apiserver — started in that order and torn down in the reverse one, leak-checked.
+//! [`StandaloneNode`]: the same without the apiserver, for static pods alone.
+
+use std::time::Duration;
+
+use proto::CriClient;
 
 use crate::apiserver::ApiServer;
 use crate::containerd::Containerd;
@@ -57,5 +62,47 @@ impl JoinedNode {
         let report = self.containerd.stop().await;
         anyhow::ensure!(report.is_clean(), "teardown leaked: {report:#?}");
         Ok(())
+    }
+}
+
+/// A private containerd with the test images and a kubelet with no apiserver (static pods
+/// only), and a CRI client to look at the runtime directly.
+#[derive(Debug)]
+pub struct StandaloneNode {
+    containerd: Option<Containerd>,
+    pub kubelet: Kubelet,
+    pub cri: CriClient,
+}
+
+impl StandaloneNode {
+    pub async fn start() -> anyhow::Result<Self> {
+        let containerd = Containerd::start(Default::default()).await?;
+        containerd.import_test_images()?;
+        let kubelet = Kubelet::start(&containerd)?;
+        let cri = containerd.client().await?;
+        Ok(Self { containerd: Some(containerd), kubelet, cri })
+    }
+
+    /// Fails the test with `what` and the tail of the kubelet's log.
+    pub fn fail(&self, what: impl std::fmt::Display) -> ! {
+        panic!("{what}\nkubelet log:\n{}", self.kubelet.log_tail(60))
+    }
+
+    /// The pod as the kubelet's `/pods` shows it once its containers run, within `wait`.
+    pub async fn running(&self, name: &str, wait: Duration, poll: Duration) -> serde_json::Value {
+        let what = format!("{name} running");
+        match crate::eventually(&what, wait, poll, || self.kubelet.running(name)).await {
+            Ok(p) => p,
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Stops the kubelet, then containerd with every pod; panics listing what teardown left.
+    pub async fn teardown(mut self) {
+        self.kubelet.stop();
+        if let Some(containerd) = self.containerd.take() {
+            let report = containerd.stop().await;
+            assert!(report.is_clean(), "teardown leaked: {report:#?}");
+        }
     }
 }

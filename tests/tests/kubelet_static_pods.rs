@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use e2e::containerd::Containerd;
-use e2e::kubelet::{Kubelet, NODE};
+use e2e::cluster::StandaloneNode;
+use e2e::kubelet::NODE;
 use e2e::registry::http_get;
 use e2e::{eventually, require};
-use proto::{CriClient, cri};
+use proto::cri;
 
 const NGINX_POD: &str = "apiVersion: v1
 kind: Pod
@@ -36,27 +36,28 @@ fn sleeper(name: &str, extra: &str) -> String {
 const WAIT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(100);
 
-struct Node {
-    containerd: Option<Containerd>,
-    kubelet: Kubelet,
-    cri: CriClient,
+struct Node(StandaloneNode);
+
+impl std::ops::Deref for Node {
+    type Target = StandaloneNode;
+    fn deref(&self) -> &StandaloneNode {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Node {
+    fn deref_mut(&mut self) -> &mut StandaloneNode {
+        &mut self.0
+    }
 }
 
 impl Node {
     async fn start() -> Self {
-        let containerd = Containerd::start(Default::default()).await.unwrap();
-        containerd.import_test_images().unwrap();
-        let kubelet = Kubelet::start(&containerd).unwrap();
-        let cri = containerd.client().await.unwrap();
-        Self { containerd: Some(containerd), kubelet, cri }
+        Self(StandaloneNode::start().await.unwrap())
     }
 
     async fn running(&self, name: &str) -> serde_json::Value {
-        let what = format!("{name} running");
-        match eventually(&what, WAIT, POLL, || self.kubelet.running(name)).await {
-            Ok(p) => p,
-            Err(e) => panic!("{e}\nkubelet log:\n{}", self.kubelet.log_tail(40)),
-        }
+        self.0.running(name, WAIT, POLL).await
     }
 
     /// Waits until the kubelet no longer lists the pod: its worker has finished and the sync
@@ -98,10 +99,8 @@ impl Node {
         format!("sandboxes {sandboxes:?}, containers {containers:?}")
     }
 
-    async fn teardown(mut self) {
-        self.kubelet.stop();
-        let report = self.containerd.take().unwrap().stop().await;
-        assert!(report.is_clean(), "teardown leaked: {report:#?}");
+    async fn teardown(self) {
+        self.0.teardown().await;
     }
 }
 

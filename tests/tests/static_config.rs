@@ -12,13 +12,13 @@
 use std::time::Duration;
 
 use e2e::apiserver::{ApiServer, SERVICE_ACCOUNTS};
-use e2e::cluster::JoinedNode;
+use e2e::cluster::{JoinedNode, StandaloneNode};
 use e2e::containerd::Containerd;
 use e2e::kubelet::{Kubelet, NODE};
 use e2e::{eventually, require};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use proto::{CriClient, cri};
+use proto::cri;
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -70,31 +70,22 @@ spec:
     - {configMapRef: {name: app-config}, prefix: CFG_}
 ";
 
-struct Node {
-    containerd: Option<Containerd>,
-    kubelet: Kubelet,
-    cri: CriClient,
+struct Node(StandaloneNode);
+
+impl std::ops::Deref for Node {
+    type Target = StandaloneNode;
+    fn deref(&self) -> &StandaloneNode {
+        &self.0
+    }
 }
 
 impl Node {
     async fn start() -> Self {
-        let containerd = Containerd::start(Default::default()).await.unwrap();
-        containerd.import_test_images().unwrap();
-        let kubelet = Kubelet::start(&containerd).unwrap();
-        let cri = containerd.client().await.unwrap();
-        Self { containerd: Some(containerd), kubelet, cri }
-    }
-
-    fn fail(&self, what: impl std::fmt::Display) -> ! {
-        panic!("{what}\nkubelet log:\n{}", self.kubelet.log_tail(60))
+        Self(StandaloneNode::start().await.unwrap())
     }
 
     async fn running(&self, name: &str) -> Value {
-        let what = format!("{name} running");
-        match eventually(&what, WAIT, POLL, || self.kubelet.running(name)).await {
-            Ok(p) => p,
-            Err(e) => self.fail(e),
-        }
+        self.0.running(name, WAIT, POLL).await
     }
 
     /// Runs `command` in the pod's first container through CRI; its stdout, if it succeeds.
@@ -121,10 +112,8 @@ impl Node {
         found.cloned()
     }
 
-    async fn teardown(mut self) {
-        self.kubelet.stop();
-        let report = self.containerd.take().unwrap().stop().await;
-        assert!(report.is_clean(), "teardown leaked: {report:#?}");
+    async fn teardown(self) {
+        self.0.teardown().await;
     }
 }
 
