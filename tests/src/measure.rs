@@ -53,3 +53,13 @@ pub async fn cost_over(pid: u32, window: Duration) -> anyhow::Result<(f64, f64)>
     let after = usage(pid)?;
     Ok((after.rss_mib(), (after.cpu_seconds - before.cpu_seconds) / window.as_secs_f64() * 100.0))
 }
+
+/// The value after `name` in a bench's command line (`--rounds 3`), or `default` when the flag
+/// is absent or its value does not parse.
+pub fn flag<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

@@ -127,13 +127,7 @@ async fn rss(node: &JoinedNode) -> anyhow::Result<f64> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str, default: usize| -> usize {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let arg = |name: &str, default: usize| -> usize { e2e::measure::flag(&args, name, default) };
     let (rounds, updates) = (arg("--rounds", 3), arg("--updates", 20));
     let node = JoinedNode::start(NODE).await?;
     let result = run(&node, rounds, updates).await;

@@ -117,13 +117,7 @@ async fn idle_cost(kubelet: &Kubelet, window: Duration) -> anyhow::Result<(f64, 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str, default: u64| -> u64 {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let arg = |name: &str, default: u64| -> u64 { e2e::measure::flag(&args, name, default) };
     let (runs, bursts, window) =
         (arg("--runs", 20), arg("--bursts", 5), Duration::from_secs(arg("--idle-seconds", 60)));
     let skip_floor = std::env::args().any(|a| a == "--idle-only");

@@ -120,13 +120,7 @@ async fn cost(node: &JoinedNode, label: &str, window: Duration) -> anyhow::Resul
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str, default: u64| -> u64 {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let arg = |name: &str, default: u64| -> u64 { e2e::measure::flag(&args, name, default) };
     let window = Duration::from_secs(arg("--window-seconds", 60));
     let samples = usize::try_from(arg("--latency-pods", 50)).unwrap_or(50);
     let probes =
