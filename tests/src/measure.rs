@@ -1,6 +1,6 @@
 //! What the benchmarks measure, shared by the bench binaries: percentiles and their summary
-//! line, a process's cost over a window, and the container runtime's CPU seconds (all read
-//! through [`crate::process::usage`]).
+//! line, a process's cost over a window, the container runtime's CPU seconds (all read
+//! through [`crate::process::usage`]), and [`flag`], a bench's `--name value` arguments.
 
 use std::time::Duration;
 
