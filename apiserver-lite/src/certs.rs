@@ -2,7 +2,11 @@
 //! admin client certificate (`system:masters`) plus an admin kubeconfig for the user, and the
 //! client certificate the API server shows kubelets when it proxies logs and exec
 //! (`apiserver-kubelet-client.crt`, `kube-apiserver-kubelet-client` in `system:masters`, as
-//! kubeadm issues it). Later starts reuse what exists.
+//! kubeadm issues it), and for the scheduler and the controller-manager their own client
+//! certificates and kubeconfigs (`scheduler.kubeconfig` as `system:kube-scheduler`,
+//! `controller-manager.kubeconfig` as `system:kube-controller-manager`, the users the bootstrap
+//! RBAC policy grants their roles to, as kubeadm's `scheduler.conf` and
+//! `controller-manager.conf`). Later starts reuse what exists.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +23,12 @@ pub enum CertError {
     #[error("certificate generation: {0}")]
     Rcgen(#[from] rcgen::Error),
 }
+
+/// The control-plane components given their own identity: file stem and user.
+pub const COMPONENTS: [(&str, &str); 2] = [
+    ("scheduler", "system:kube-scheduler"),
+    ("controller-manager", "system:kube-controller-manager"),
+];
 
 /// PEM files of the PKI.
 #[derive(Debug, Clone)]
@@ -118,10 +128,15 @@ pub fn ensure(dir: &Path, sans: &[String]) -> Result<Pki, CertError> {
             (cert.pem(), key.serialize_pem())
         }
     };
-    if read(&dir.join("admin.crt"))?.is_none() {
-        let (cert, key) = issue_client(dir, "admin", &["system:masters"])?;
-        write(&dir.join("admin.crt"), &cert, false)?;
-        write(&dir.join("admin.key"), &key, true)?;
+    for (stem, user, groups) in [("admin", "admin", &["system:masters"][..])]
+        .into_iter()
+        .chain(COMPONENTS.iter().map(|(stem, user)| (*stem, *user, &[][..])))
+    {
+        if read(&dir.join(format!("{stem}.crt")))?.is_none() {
+            let (cert, key) = issue_client(dir, user, groups)?;
+            write(&dir.join(format!("{stem}.crt")), &cert, false)?;
+            write(&dir.join(format!("{stem}.key")), &key, true)?;
+        }
     }
     let (kc_path, kk_path) =
         (dir.join("apiserver-kubelet-client.crt"), dir.join("apiserver-kubelet-client.key"));
@@ -155,11 +170,30 @@ pub fn kubeconfig(server: &str, ca_pem: &str, user: &str, cert_pem: &str, key_pe
     )
 }
 
+/// Writes the kubeconfig (for `server`) of the certificate `<stem>.crt` into `path`.
+fn write_kubeconfig(
+    pki: &Pki,
+    stem: &str,
+    user: &str,
+    server: &str,
+    path: &Path,
+) -> Result<(), CertError> {
+    let cert = read(&pki.dir.join(format!("{stem}.crt")))?.unwrap_or_default();
+    let key = read(&pki.dir.join(format!("{stem}.key")))?.unwrap_or_default();
+    write(path, &kubeconfig(server, &pki.ca_cert, user, &cert, &key), true)
+}
+
 /// Writes the admin kubeconfig (for `server`) into `path`.
 pub fn write_admin_kubeconfig(pki: &Pki, server: &str, path: &Path) -> Result<(), CertError> {
-    let cert = read(&pki.dir.join("admin.crt"))?.unwrap_or_default();
-    let key = read(&pki.dir.join("admin.key"))?.unwrap_or_default();
-    write(path, &kubeconfig(server, &pki.ca_cert, "admin", &cert, &key), true)
+    write_kubeconfig(pki, "admin", "admin", server, path)
+}
+
+/// Writes `<cert-dir>/scheduler.kubeconfig` and `controller-manager.kubeconfig` (for `server`).
+pub fn write_component_kubeconfigs(pki: &Pki, server: &str) -> Result<(), CertError> {
+    for (stem, user) in COMPONENTS {
+        write_kubeconfig(pki, stem, user, server, &pki.dir.join(format!("{stem}.kubeconfig")))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -188,6 +222,17 @@ mod tests {
         assert_eq!(user.name, "system:node:n1");
         assert_eq!(user.groups, ["system:nodes", "system:authenticated"]);
         assert_eq!(user.node(), Some("n1"));
+        write_component_kubeconfigs(&a, "https://127.0.0.1:6443").unwrap();
+        let der = rustls::pki_types::CertificateDer::from_pem_slice(
+            std::fs::read(dir.path().join("scheduler.crt")).unwrap().as_slice(),
+        )
+        .unwrap();
+        let user = crate::auth::user_from_cert(&der).unwrap();
+        assert_eq!(user.name, "system:kube-scheduler");
+        assert!(!user.is_master());
+        let written =
+            std::fs::read_to_string(dir.path().join("controller-manager.kubeconfig")).unwrap();
+        assert!(written.contains("current-context: system:kube-controller-manager@apiserver-lite"));
         let kc = kubeconfig("https://127.0.0.1:6443", &a.ca_cert, "admin", "c", "k");
         assert!(
             kc.contains("server: https://127.0.0.1:6443")

@@ -2,6 +2,7 @@
 //!
 //! - [`admission`]: what the server changes in (and refuses of) objects before validation
 //!   (`DefaultTolerationSeconds`, `ServiceAccount`).
+//! - [`audit`]: the audit policy, events per request stage, the rotated audit log.
 //! - [`storage`]: the revisioned store (SQLite backend, in-memory state, watch history).
 //! - [`resources`]: the served resource types.
 //! - [`request`]: routing and query parameters.
@@ -25,6 +26,7 @@
 //! - [`binding`]: `pods/binding`, assigning a pod to a node.
 
 pub mod admission;
+pub mod audit;
 pub mod auth;
 pub mod binding;
 pub mod certs;

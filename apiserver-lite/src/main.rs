@@ -57,6 +57,23 @@ struct Args {
     /// development only; 0 disables it.
     #[arg(long, default_value_t = 0)]
     insecure_port: u16,
+    /// The audit policy (audit.k8s.io/v1 Policy): which requests are logged, at which level.
+    /// Without it nothing is audited.
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events go, one JSON line each (`-`: standard output). Without it nothing is
+    /// audited.
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
+    /// Megabytes the audit log may reach before it is rotated (0: 100).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxsize: u64,
+    /// Rotated audit logs kept (0: all).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxbackup: usize,
+    /// Days a rotated audit log is kept (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxage: u64,
     /// Where to write the admin kubeconfig (default: <cert-dir>/admin.kubeconfig).
     #[arg(long)]
     admin_kubeconfig: Option<PathBuf>,
@@ -129,6 +146,7 @@ async fn main() -> anyhow::Result<()> {
             "--etcd-servers: the etcd backend is not implemented yet; omit it to use the embedded SQLite store"
         );
     }
+    let audit = auditor(&args)?;
     let backend = SqliteBackend::open(&args.data_dir.join("state.db"))
         .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
     let store = Arc::new(Store::open(Arc::new(backend))?);
@@ -195,6 +213,7 @@ async fn main() -> anyhow::Result<()> {
     let kubeconfig =
         args.admin_kubeconfig.clone().unwrap_or_else(|| args.cert_dir.join("admin.kubeconfig"));
     certs::write_admin_kubeconfig(&pki, &format!("https://{reach}"), &kubeconfig)?;
+    certs::write_component_kubeconfigs(&pki, &format!("https://{reach}"))?;
     let (kubelet_cert, kubelet_key) =
         match (&args.kubelet_client_certificate, &args.kubelet_client_key) {
             (Some(c), Some(k)) => (
@@ -240,6 +259,7 @@ async fn main() -> anyhow::Result<()> {
         kubelet: kubelet.clone(),
         tokens: Some(issuer),
         openid,
+        audit,
     });
 
     let stop = daemon::stop_on_signal("in-flight requests and watches end")?;
@@ -347,5 +367,29 @@ async fn compact_periodically(store: Arc<Store>, stop: CancellationToken) {
                 }
             }
         }
+    }
+}
+
+/// The audit policy and log, when both are given (as upstream: a policy without a log, or a
+/// log without a policy, audits nothing). A policy that does not parse stops the start.
+fn auditor(args: &Args) -> anyhow::Result<Option<Arc<apiserver_lite::audit::Auditor>>> {
+    use apiserver_lite::audit::{Auditor, Log, Policy, Rotation};
+    let policy = args.audit_policy_file.as_deref().map(Policy::load).transpose()?;
+    match (policy, &args.audit_log_path) {
+        (Some(policy), Some(path)) => {
+            let rotation = Rotation::new(
+                args.audit_log_maxsize,
+                args.audit_log_maxbackup,
+                args.audit_log_maxage,
+            );
+            let log = Log::open(path, rotation)?;
+            tracing::info!(path = %path.display(), "audit log");
+            Ok(Some(Arc::new(Auditor::new(policy, log))))
+        }
+        (Some(_), None) => {
+            tracing::warn!("--audit-policy-file without --audit-log-path: nothing is audited");
+            Ok(None)
+        }
+        (None, _) => Ok(None),
     }
 }

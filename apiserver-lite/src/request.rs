@@ -122,6 +122,50 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A resource request's verb, as upstream's RequestInfo names it from the method, whether a
+/// name is given, and `watch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    Create,
+    Update,
+    Patch,
+    Delete,
+    DeleteCollection,
+}
+
+impl Verb {
+    pub fn of(method: &hyper::Method, named: bool, watch: bool) -> Option<Verb> {
+        use hyper::Method;
+        Some(match (method, named, watch) {
+            (&Method::GET, false, true) => Verb::Watch,
+            (&Method::GET, false, false) => Verb::List,
+            (&Method::GET, true, _) => Verb::Get,
+            (&Method::POST, _, _) => Verb::Create,
+            (&Method::PUT, _, _) => Verb::Update,
+            (&Method::PATCH, _, _) => Verb::Patch,
+            (&Method::DELETE, true, _) => Verb::Delete,
+            (&Method::DELETE, false, _) => Verb::DeleteCollection,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+        }
+    }
+}
+
 /// Query parameters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Query(Vec<(String, String)>);

@@ -108,7 +108,7 @@ pub async fn serve_tls(
                 .peer_certificates()
                 .and_then(|c| c.first())
                 .and_then(|c| auth::user_from_cert(c));
-            serve_connection(TokioIo::new(tls), state, Peer::Tls(cert_user), stop).await;
+            serve_connection(TokioIo::new(tls), state, Peer::Tls(cert_user), remote, stop).await;
         });
     }
     tracker.close();
@@ -122,13 +122,14 @@ pub async fn serve_insecure(listener: TcpListener, state: Arc<ApiState>, stop: C
         let tcp = tokio::select! {
             () = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => tcp,
+                Ok(accepted) => accepted,
                 Err(_) => continue,
             },
         };
+        let (tcp, remote) = tcp;
         let (state, stop) = (state.clone(), stop.clone());
         tracker.spawn(async move {
-            serve_connection(TokioIo::new(tcp), state, Peer::InsecureLocal, stop).await
+            serve_connection(TokioIo::new(tcp), state, Peer::InsecureLocal, remote, stop).await
         });
     }
     tracker.close();
@@ -139,13 +140,14 @@ async fn serve_connection<I>(
     io: TokioIo<I>,
     state: Arc<ApiState>,
     peer: Peer,
+    remote: std::net::SocketAddr,
     stop: CancellationToken,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = service_fn(move |req| {
         let (state, peer) = (state.clone(), peer.clone());
-        async move { Ok::<_, std::convert::Infallible>(http::handle(state, peer, req).await) }
+        async move { Ok::<_, std::convert::Infallible>(http::handle(state, peer, remote, req).await) }
     });
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let conn = builder.serve_connection_with_upgrades(io, service);

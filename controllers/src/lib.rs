@@ -14,7 +14,8 @@
 //! - [`ranking`]: which pods to delete first; [`slow_start`]: batches of 1, 2, 4, ….
 //! - [`clock`]: the wall clock behind a trait (a fake for tests).
 //! - [`client`]: every API call behind a trait; [`events`]: events behind a trait;
-//!   [`throttle`]: `--kube-api-qps`/`--kube-api-burst` on every request.
+//!   [`client_builder`]: which identity each controller acts as (its own service account with
+//!   `--use-service-account-credentials`); [`throttle`]: `--kube-api-qps`/`--kube-api-burst` on every request.
 //! - [`metrics`]: `workqueue_*` and sync durations; [`server`]: `/healthz` and `/metrics` over
 //!   TLS.
 //!
@@ -40,6 +41,7 @@
 //! [`manager`]: flags → config, leader election, informers, the controllers, stop order.
 
 pub mod client;
+pub mod client_builder;
 pub mod clock;
 pub mod controller_ref;
 pub mod cronjob;

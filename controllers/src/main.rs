@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use controllers::client_builder::ClientBuilder;
 use controllers::manager::{self, Config};
 use controllers::server::Serving;
 use leaderelection::ElectionConfig;
@@ -57,6 +58,11 @@ struct Args {
     /// Requests allowed in a burst above the QPS.
     #[arg(long, default_value_t = 30)]
     kube_api_burst: u32,
+    /// Run each controller as its own service account in kube-system (replicaset-controller,
+    /// generic-garbage-collector, ...; created if missing, tokens from TokenRequest), the
+    /// subjects the apiserver's bootstrap policy grants each controller's role to.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    use_service_account_credentials: bool,
     /// ReplicaSets synced concurrently.
     #[arg(long, default_value_t = 5)]
     concurrent_replicaset_syncs: usize,
@@ -196,15 +202,25 @@ async fn main() -> anyhow::Result<()> {
             cert_dir: args.cert_dir.clone(),
         },
     };
-    let client = kube::client::ClientBuilder::try_from(kube_config)?
+    let client = kube::client::ClientBuilder::try_from(kube_config.clone())?
         .with_layer(&controllers::throttle::ThrottleLayer::new(
             args.kube_api_qps,
             args.kube_api_burst,
         ))
         .build();
+    let clients = if args.use_service_account_credentials {
+        ClientBuilder::service_accounts(
+            client,
+            &kube_config,
+            args.kube_api_qps,
+            args.kube_api_burst,
+        )
+    } else {
+        ClientBuilder::Root(client)
+    };
     tracing::info!(identity = %identity, leader_elect = args.leader_elect, "starting the controller-manager");
     let stop = daemon::stop_on_signal("controllers finish their syncs")?;
-    controllers::run(client, config, stop).await.context("controller-manager")
+    controllers::run(clients, config, stop).await.context("controller-manager")
 }
 
 /// What the root CA publisher publishes: `--root-ca-file`, else the kubeconfig's CA (as

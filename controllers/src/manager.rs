@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::client::KubeClient;
+use crate::client_builder::{ClientBuilder, CredentialsError};
 use crate::clock::SystemClock;
 use crate::events::Recorder;
 use crate::expectations::Expectations;
@@ -67,12 +68,15 @@ pub struct Config {
 }
 
 /// What every controller's start function gets.
+#[derive(Clone)]
 pub struct Context {
+    /// The controller's own client (its service account with
+    /// `--use-service-account-credentials`); its events are written with it too.
     pub client: kube::Client,
     pub informers: Arc<Informers>,
     pub metrics: Metrics,
     /// One event writer per controller (as upstream's one broadcaster each), run by [`run`].
-    pub event_writers: std::sync::Mutex<Vec<record::EventWriter<record::KubeSink>>>,
+    pub event_writers: Arc<std::sync::Mutex<Vec<record::EventWriter<record::KubeSink>>>>,
     pub config: Config,
 }
 
@@ -113,6 +117,9 @@ pub struct Descriptor {
     /// The older short name `--controllers` also accepts (`replicaset`).
     pub alias: &'static str,
     pub enabled_by_default: bool,
+    /// The service account in `kube-system` it acts as with `--use-service-account-credentials`
+    /// (upstream's `ClientOrDie` name; the taint-eviction controller shares `node-controller`'s).
+    pub account: &'static str,
     pub start: Start,
 }
 
@@ -122,67 +129,84 @@ pub const CONTROLLERS: &[Descriptor] = &[
         name: "replicaset-controller",
         alias: "replicaset",
         enabled_by_default: true,
+        account: "replicaset-controller",
         start: start_replicaset,
     },
     Descriptor {
         name: "deployment-controller",
         alias: "deployment",
         enabled_by_default: true,
+        account: "deployment-controller",
         start: start_deployment,
     },
     Descriptor {
         name: "serviceaccount-controller",
         alias: "serviceaccount",
         enabled_by_default: true,
+        account: "service-account-controller",
         start: start_serviceaccount,
     },
     Descriptor {
         name: "root-ca-certificate-publisher-controller",
         alias: "root-ca-cert-publisher",
         enabled_by_default: true,
+        account: "root-ca-cert-publisher",
         start: start_root_ca_publisher,
     },
-    Descriptor { name: "job-controller", alias: "job", enabled_by_default: true, start: start_job },
+    Descriptor {
+        name: "job-controller",
+        alias: "job",
+        enabled_by_default: true,
+        account: "job-controller",
+        start: start_job,
+    },
     Descriptor {
         name: "cronjob-controller",
         alias: "cronjob",
         enabled_by_default: true,
+        account: "cronjob-controller",
         start: start_cronjob,
     },
     Descriptor {
         name: "ttl-after-finished-controller",
         alias: "ttl-after-finished",
         enabled_by_default: true,
+        account: "ttl-after-finished-controller",
         start: start_ttl_after_finished,
     },
     Descriptor {
         name: "garbage-collector-controller",
         alias: "garbagecollector",
         enabled_by_default: true,
+        account: "generic-garbage-collector",
         start: start_gc,
     },
     Descriptor {
         name: "daemonset-controller",
         alias: "daemonset",
         enabled_by_default: true,
+        account: "daemon-set-controller",
         start: start_daemonset,
     },
     Descriptor {
         name: "node-lifecycle-controller",
         alias: "nodelifecycle",
         enabled_by_default: true,
+        account: "node-controller",
         start: start_nodelifecycle,
     },
     Descriptor {
         name: "taint-eviction-controller",
         alias: "taint-eviction-controller",
         enabled_by_default: true,
+        account: "node-controller",
         start: start_tainteviction,
     },
     Descriptor {
         name: "pod-garbage-collector-controller",
         alias: "podgc",
         enabled_by_default: true,
+        account: "pod-garbage-collector",
         start: start_podgc,
     },
 ];
@@ -480,14 +504,17 @@ pub enum RunError {
     LeaderElectionLost(#[from] LeaderError),
     #[error(transparent)]
     Serve(#[from] ServeError),
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
 }
 
 /// Runs until `stop`; an error is a lost lease (exit, as upstream) or a port that cannot serve.
 pub async fn run(
-    client: kube::Client,
+    clients: ClientBuilder,
     config: Config,
     stop: CancellationToken,
 ) -> Result<(), RunError> {
+    let client = clients.root().clone();
     let metrics = Metrics::default();
     let tracker = TaskTracker::new();
     let server_stop = CancellationToken::new();
@@ -509,14 +536,15 @@ pub async fn run(
         client: client.clone(),
         informers: Arc::new(Informers::default()),
         metrics,
-        event_writers: std::sync::Mutex::default(),
+        event_writers: Arc::default(),
         config: config.clone(),
     };
     let mut runs = Vec::new();
     for d in CONTROLLERS {
         if is_enabled(d, &config.controllers) {
             tracing::info!(controller = d.name, "starting");
-            runs.push((d.name, (d.start)(&ctx)));
+            let own = Context { client: clients.client(d.account)?, ..ctx.clone() };
+            runs.push((d.name, (d.start)(&own)));
         } else {
             tracing::info!(controller = d.name, "disabled");
         }

@@ -178,6 +178,12 @@ impl ApiServer {
         self.dir.path().join("pki/admin.kubeconfig")
     }
 
+    /// The kubeconfig apiserver-lite writes for a control-plane component (`scheduler`,
+    /// `controller-manager`), with that component's own identity.
+    pub fn component_kubeconfig(&self, component: &str) -> PathBuf {
+        self.dir.path().join(format!("pki/{component}.kubeconfig"))
+    }
+
     /// A kube-rs client authenticated as the admin (from the admin kubeconfig).
     pub async fn admin_client(&self) -> anyhow::Result<kube::Client> {
         let kc = kube::config::Kubeconfig::read_from(self.kubeconfig())?;
@@ -207,6 +213,7 @@ impl ApiServer {
         loop {
             if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
                 && self.kubeconfig().exists()
+                && self.component_kubeconfig("controller-manager").exists()
             {
                 return Ok(());
             }

@@ -27,9 +27,13 @@ pub struct ControllerManager {
 }
 
 impl ControllerManager {
-    /// Starts `controller-manager --kubeconfig <admin> -v 2` plus `extra` flags.
+    /// Starts `controller-manager -v 2` as `system:kube-controller-manager` (the kubeconfig
+    /// apiserver-lite writes for it), each controller as its own service account
+    /// (`--use-service-account-credentials`, as kubeadm runs it), plus `extra` flags.
     pub fn start(api: &ApiServer, extra: &[&str]) -> anyhow::Result<Self> {
-        Self::start_with(&api.kubeconfig(), 2, extra)
+        let mut flags = vec!["--use-service-account-credentials"];
+        flags.extend_from_slice(extra);
+        Self::start_with(&api.component_kubeconfig("controller-manager"), 2, &flags)
     }
 
     pub fn start_with(

@@ -20,10 +20,10 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    /// Starts `scheduler --kubeconfig <admin> -v 2` plus `extra` flags (e.g. the
-    /// `--leader-elect-*` durations).
+    /// Starts `scheduler -v 2` as `system:kube-scheduler` (the kubeconfig apiserver-lite
+    /// writes for it) plus `extra` flags (e.g. the `--leader-elect-*` durations).
     pub fn start(api: &ApiServer, extra: &[&str]) -> anyhow::Result<Self> {
-        Self::start_with(&api.kubeconfig(), 2, extra)
+        Self::start_with(&api.component_kubeconfig("scheduler"), 2, extra)
     }
 
     /// Starts with any kubeconfig (e.g. one per node's kubelet) and log verbosity (`-v`; the

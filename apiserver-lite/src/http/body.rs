@@ -40,7 +40,11 @@ pub fn error(e: &ApiError) -> Response<Body> {
 /// Reads the whole body, refusing more than the limit (413).
 pub async fn read(body: Incoming) -> Result<Bytes, ApiError> {
     match Limited::new(body, MAX_BODY).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
+        Ok(c) => {
+            let bytes = c.to_bytes();
+            crate::audit::request_bytes(&bytes);
+            Ok(bytes)
+        }
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
             Err(ApiError::too_large())
         }
@@ -51,6 +55,12 @@ pub async fn read(body: Incoming) -> Result<Bytes, ApiError> {
 /// Parses a body by its Content-Type: JSON (also when absent), YAML; protobuf and anything else
 /// are refused with 415.
 pub fn parse(bytes: &[u8], content_type: Option<&str>) -> Result<Value, ApiError> {
+    let parsed = decode(bytes, content_type)?;
+    crate::audit::request_object(&parsed);
+    Ok(parsed)
+}
+
+fn decode(bytes: &[u8], content_type: Option<&str>) -> Result<Value, ApiError> {
     let ct =
         content_type.unwrap_or("application/json").split(';').next().unwrap_or_default().trim();
     match ct {

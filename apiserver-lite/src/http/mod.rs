@@ -11,12 +11,14 @@ mod resource;
 mod token;
 mod watch;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, AUTHORIZATION, HeaderValue};
 use hyper::{Method, Request, Response};
 
+use crate::audit;
 use crate::auth::{Authenticator, Authorizer, User, impersonation};
 use crate::discovery;
 use crate::errors::ApiError;
@@ -40,6 +42,8 @@ pub struct ApiState {
     pub tokens: Option<Arc<serviceaccount::Issuer>>,
     /// The issuer's discovery documents (none when the issuer is no https URL).
     pub openid: Option<openid::Discovery>,
+    /// `--audit-policy-file` and `--audit-log-path` (none: nothing is audited).
+    pub audit: Option<Arc<audit::Auditor>>,
 }
 
 /// How the connection authenticated, before the request's own credentials.
@@ -59,37 +63,122 @@ fn admin() -> User {
     }
 }
 
-/// Serves one request.
-pub async fn handle(state: Arc<ApiState>, peer: Peer, req: Request<Incoming>) -> Response<Body> {
+/// Serves one request from `remote`.
+pub async fn handle(
+    state: Arc<ApiState>,
+    peer: Peer,
+    remote: SocketAddr,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let started = std::time::Instant::now();
-    let resp = match serve(&state, peer, req).await {
-        Ok(r) => r,
-        Err(e) => body::error(&e),
+    let route = request::route(&path);
+    let identity = identify(&state, &peer, &req);
+    let record = match (&state.audit, &identity) {
+        (Some(auditor), Ok((user, acting))) => {
+            let impersonated = acting.as_ref().filter(|a| Some(*a) != user.as_ref());
+            auditor.begin(
+                audit_info(&req, route.as_ref().ok(), remote),
+                user.as_ref(),
+                impersonated,
+            )
+        }
+        (Some(auditor), Err(_)) => {
+            auditor.begin(audit_info(&req, route.as_ref().ok(), remote), None, None)
+        }
+        (None, _) => None,
     };
+    let served = audit::scope(record.clone(), async {
+        let route = route?;
+        serve(&state, route, identity?.1, req).await
+    })
+    .await;
+    let mut resp = served.unwrap_or_else(|e| body::error(&e));
+    if let Some(record) = record {
+        resp = record.finish(resp).await;
+    }
     tracing::debug!(%method, path, status = resp.status().as_u16(), took = ?started.elapsed(), "request");
     resp
 }
 
-async fn serve(
-    state: &ApiState,
-    peer: Peer,
-    req: Request<Incoming>,
-) -> Result<Response<Body>, ApiError> {
-    let route = request::route(req.uri().path())?;
-    let query = Query::parse(req.uri().query());
-    let user = match &peer {
+/// Who authenticated, and who they act as (after `Impersonate-*`); `None` for a request
+/// without credentials.
+type Identity = (Option<User>, Option<User>);
+
+fn identify(state: &ApiState, peer: &Peer, req: &Request<Incoming>) -> Result<Identity, ApiError> {
+    let user = match peer {
         Peer::InsecureLocal => Some(admin()),
         Peer::Tls(cert) => {
             let authorization = req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok());
             state.auth.authenticate(authorization, cert.as_ref())
         }
     };
-    let user = match user {
-        Some(u) => Some(impersonation::impersonate(&state.authz, u, req.headers())?),
+    let acting = match &user {
+        Some(u) => Some(impersonation::impersonate(&state.authz, u.clone(), req.headers())?),
         None => None,
     };
+    Ok((user, acting))
+}
+
+/// What the audit log says about the request itself.
+fn audit_info(
+    req: &Request<Incoming>,
+    route: Option<&Route>,
+    remote: SocketAddr,
+) -> audit::RequestInfo {
+    let uri =
+        req.uri().path_and_query().map_or_else(|| req.uri().path().to_string(), |p| p.to_string());
+    let header = |h: &str| req.headers().get(h).and_then(|v| v.to_str().ok());
+    let mut source_ips: Vec<String> = header("x-forwarded-for")
+        .map(|v| v.split(',').map(|ip| ip.trim().to_string()).filter(|ip| !ip.is_empty()).collect())
+        .unwrap_or_default();
+    for ip in [header("x-real-ip").map(str::to_string), Some(remote.ip().to_string())]
+        .into_iter()
+        .flatten()
+    {
+        if !source_ips.contains(&ip) {
+            source_ips.push(ip);
+        }
+    }
+    let (verb, object, long_running) = match route {
+        Some(Route::Resource(rr)) => {
+            let watch = Query::parse(req.uri().query()).flag("watch");
+            let verb = request::Verb::of(req.method(), rr.name.is_some(), watch);
+            let sub = rr.subresource.clone().unwrap_or_default();
+            let long = verb == Some(request::Verb::Watch)
+                || matches!(sub.as_str(), "exec" | "attach" | "portforward" | "log" | "proxy");
+            let object = audit::ObjectRef {
+                group: rr.resource.group.to_string(),
+                version: rr.resource.version.to_string(),
+                resource: rr.resource.name.to_string(),
+                subresource: sub,
+                namespace: rr.namespace.clone().unwrap_or_default(),
+                name: rr.name.clone().unwrap_or_default(),
+            };
+            let verb = verb
+                .map_or_else(|| req.method().as_str().to_lowercase(), |v| v.as_str().to_string());
+            (verb, Some(object), long)
+        }
+        _ => (req.method().as_str().to_lowercase(), None, false),
+    };
+    audit::RequestInfo {
+        uri,
+        verb,
+        user_agent: header("user-agent").map(str::to_string),
+        source_ips,
+        object,
+        long_running,
+    }
+}
+
+async fn serve(
+    state: &ApiState,
+    route: Route,
+    user: Option<User>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    let query = Query::parse(req.uri().query());
     let accept =
         req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let aggregated = accept.contains("as=APIGroupDiscoveryList");

@@ -22,7 +22,7 @@ use crate::patch::{self, PatchType};
 use crate::registry::{
     DeleteOptions, DeleteQuery, ListAt, ListOptions, WatchOptions, WatchStart, WriteOptions,
 };
-use crate::request::{Query, ResourceRequest};
+use crate::request::{Query, ResourceRequest, Verb};
 use crate::resources::{self, ResourceType};
 use crate::reviews;
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -167,17 +167,9 @@ pub async fn handle(
         dry_run: q.dry_run(),
         validation: FieldValidation::parse(q.get("fieldValidation"))?,
     };
-    let verb = match (&parts.method, name, q.flag("watch")) {
-        (&Method::GET, None, true) => "watch",
-        (&Method::GET, None, false) => "list",
-        (&Method::GET, Some(_), _) => "get",
-        (&Method::POST, _, _) => "create",
-        (&Method::PUT, _, _) => "update",
-        (&Method::PATCH, _, _) => "patch",
-        (&Method::DELETE, Some(_), _) => "delete",
-        (&Method::DELETE, None, _) => "deletecollection",
-        _ => return Err(ApiError::method_not_allowed()),
-    };
+    let verb = Verb::of(&parts.method, name.is_some(), q.flag("watch"))
+        .ok_or_else(ApiError::method_not_allowed)?
+        .as_str();
     if !r.verbs().contains(&verb) || (!r.is_stored() && name.is_some()) {
         return Err(ApiError::method_not_allowed());
     }

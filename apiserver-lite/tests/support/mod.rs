@@ -60,6 +60,7 @@ impl Server {
             kubelet,
             tokens: None,
             openid: None,
+            audit: None,
         });
         let stop = CancellationToken::new();
         let task = tokio::spawn(server::serve_insecure(listener, state, stop.clone()));

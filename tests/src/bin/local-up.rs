@@ -43,7 +43,6 @@ async fn bring_up(containerd: &Containerd) -> anyhow::Result<Cluster> {
     let api = ApiServer::start_for_nodes_with(&[NODE], &[e2e::apiserver::SERVICE_ACCOUNTS])
         .context("start apiserver-lite")?;
     let scheduler = Scheduler::start(&api, &[]).context("start the scheduler")?;
-    // The admin kubeconfig for now; the authorization issue gives it its own identity.
     let controllers =
         ControllerManager::start(&api, &[]).context("start the controller-manager")?;
     let kubelet = Kubelet::start_joined(containerd, NODE, &api.node_kubeconfig(NODE)?)?;
