@@ -4,15 +4,18 @@
 # BENCHMARKS.md were taken with: creates/s sequential and with 16 clients, list latency and RSS
 # at 10,000 pods, and write-to-event delay at 100 watchers.
 # Options are passed to the Python script (--pods, --sequential, --clients, --lists, --watchers,
-# --writes). Results go to stdout; BENCHMARKS.md records them with the machine and date.
+# --writes, --rbac-bindings N: requests as a token user RBAC allows over N bindings instead of
+# the admin). Results go to stdout; BENCHMARKS.md records them with the machine and date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v python3 >/dev/null || { echo "bench-apiserver.sh: python3 is missing (hack/install-deps.sh installs it)" >&2; exit 1; }
 cargo build --locked --release -p apiserver-lite
 work=$(mktemp -d)
 port=${BENCH_PORT:-16443}
+echo 'bench-token,bench,7001,bench-clients' >"$work/tokens.csv"
 target/release/apiserver-lite --secure-port "$port" --bind-address 127.0.0.1 \
-  --cert-dir "$work/pki" --data-dir "$work/data" 2>"$work/apiserver.log" &
+  --cert-dir "$work/pki" --data-dir "$work/data" --token-auth-file "$work/tokens.csv" \
+  2>"$work/apiserver.log" &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT

@@ -6,7 +6,12 @@ HTTP/1.1 client (http.client over TLS, the admin kubeconfig's client certificate
   list latency with 10,000 pods stored, the delay from a write to its event at each of
   100 watchers, and the server's RSS with 10,000 pods stored.
 
-Usage: bench_apiserver.py URL CERT_DIR PID [--pods N] [--lists N] [--writes N]
+Usage: bench_apiserver.py URL CERT_DIR PID [--pods N] [--lists N] [--writes N] [--rbac-bindings N]
+
+With --rbac-bindings N the measured requests are made not as the admin (system:masters, which
+the authorizer lets through before asking RBAC) but as the token user `bench`, whom RBAC allows
+through a ClusterRoleBinding to cluster-admin stored after N-1 other bindings, so every request
+pays for an RBAC decision over N bindings.
 Only the standard library; hack/bench-apiserver.sh starts the server and calls this.
 """
 
@@ -22,14 +27,25 @@ import time
 import urllib.parse
 
 NS = "bench"
+# The bearer token of the `bench` user (set with --rbac-bindings): sent instead of the admin
+# client certificate.
+TOKEN_ENV = "BENCH_TOKEN"
 
 
 def tls_context(url, cert_dir):
     """TLS to the server at `url` as its admin, from the PKI apiserver-lite wrote in `cert_dir`."""
     server = urllib.parse.urlparse(url)
     ctx = ssl.create_default_context(cafile=os.path.join(cert_dir, "ca.crt"))
-    ctx.load_cert_chain(os.path.join(cert_dir, "admin.crt"), os.path.join(cert_dir, "admin.key"))
+    if not os.environ.get(TOKEN_ENV):
+        ctx.load_cert_chain(os.path.join(cert_dir, "admin.crt"), os.path.join(cert_dir, "admin.key"))
     return server.hostname, server.port, ctx
+
+
+def auth(headers):
+    token = os.environ.get(TOKEN_ENV)
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
 
 
 def connect(target):
@@ -39,7 +55,7 @@ def connect(target):
 
 def request(conn, method, path, body=None):
     data = json.dumps(body).encode() if body is not None else None
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    headers = auth({"Content-Type": "application/json", "Accept": "application/json"})
     conn.request(method, path, body=data, headers=headers)
     resp = conn.getresponse()
     payload = resp.read()
@@ -108,7 +124,7 @@ class Watcher(threading.Thread):
     def __init__(self, target, rv):
         super().__init__(daemon=True)
         self.conn = connect(target)
-        self.conn.request("GET", f"/api/v1/namespaces/{NS}/pods?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dwatched")
+        self.conn.request("GET", f"/api/v1/namespaces/{NS}/pods?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dwatched", headers=auth({}))
         self.resp = self.conn.getresponse()
         self.seen = {}
 
@@ -135,10 +151,32 @@ def main():
     ap.add_argument("--lists", type=int, default=20)
     ap.add_argument("--watchers", type=int, default=100)
     ap.add_argument("--writes", type=int, default=200)
+    ap.add_argument("--rbac-bindings", type=int, default=0)
+    ap.add_argument("--token", default="bench-token")
     a = ap.parse_args()
     target = tls_context(a.url, a.cert_dir)
     conn = connect(target)
     request(conn, "POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
+    if a.rbac_bindings:
+        rbac = "/apis/rbac.authorization.k8s.io/v1"
+        for i in range(a.rbac_bindings - 1):
+            request(conn, "POST", f"{rbac}/namespaces/{NS}/rolebindings", {
+                "metadata": {"name": f"filler-{i}"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": f"filler-{i}"}],
+            })
+        request(conn, "POST", f"{rbac}/clusterrolebindings", {
+            "metadata": {"name": "bench"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bench"}],
+        })
+        conn.close()
+        os.environ[TOKEN_ENV] = a.token
+        target = tls_context(a.url, a.cert_dir)
+        conn = connect(target)
+        time.sleep(1)  # the index follows the store's watch
+        request(conn, "GET", f"/api/v1/namespaces/{NS}/pods?limit=1")
+        print(f"as the token user `bench`, allowed by RBAC over {a.rbac_bindings} bindings")
 
     cpu = cpu_seconds(a.pid)
     lat = create_many(target, "seq", a.sequential)
@@ -177,7 +215,7 @@ def main():
     for i in range(a.writes):
         patch = {"metadata": {"annotations": {"bench/seq": str(i)}}}
         sent[str(i)] = time.perf_counter()
-        conn.request("PATCH", f"/api/v1/namespaces/{NS}/pods/watched", body=json.dumps(patch).encode(), headers={"Content-Type": "application/merge-patch+json"})
+        conn.request("PATCH", f"/api/v1/namespaces/{NS}/pods/watched", body=json.dumps(patch).encode(), headers=auth({"Content-Type": "application/merge-patch+json"}))
         conn.getresponse().read()
         time.sleep(0.02)
     time.sleep(2)
