@@ -227,3 +227,31 @@ fn rules_reviews_list_what_rbac_grants_and_mark_nodes_incomplete() {
         Some("node authorizer does not support user rule resolution")
     );
 }
+
+#[test]
+fn a_reviews_field_selector_reaches_the_node_authorizer() {
+    let authz = authz();
+    let node = user("system:node:node-a", &["system:nodes", "system:authenticated"]);
+    let list = |selector: Option<Value>| {
+        let mut spec = ask("list", "", "pods", "", "");
+        if let (Some(a), Some(s)) = (spec.resource_attributes.as_mut(), selector) {
+            a.field_selector = Some(serde_json::from_value(s).unwrap());
+        }
+        decide(&authz, &node, &spec)
+    };
+    assert!(list(Some(json!({"rawSelector": "spec.nodeName=node-a"}))).allowed);
+    let requirement =
+        json!({"requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["node-a"]}]});
+    assert!(list(Some(requirement)).allowed);
+    let other =
+        json!({"requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["node-b"]}]});
+    assert!(!list(Some(other)).allowed);
+    let many = json!({"requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["node-a", "node-b"]}]});
+    assert!(!list(Some(many)).allowed, "a set of nodes is no single node");
+    let denied = list(None);
+    assert!(!denied.allowed);
+    assert_eq!(
+        denied.reason.as_deref(),
+        Some("can only list/watch pods with spec.nodeName field selector")
+    );
+}
