@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use apiserver_lite::admission::{self, Admission};
+use apiserver_lite::auth::node::graph::Graph;
+use apiserver_lite::auth::node::populator;
 use apiserver_lite::auth::rbac::{self, Rbac};
 use apiserver_lite::auth::{Authenticator, Authorizer, Mode, ServiceAccountTokens};
 use apiserver_lite::http::ApiState;
@@ -169,7 +171,10 @@ async fn main() -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("reconciling the bootstrap RBAC policy: {e}"))?;
     let rbac = Arc::new(Rbac::default());
     rbac::aggregation::settle(&rbac, &registry).await;
-    let authz = Authorizer::new(modes, rbac.clone());
+    // The node graph as of now, before serving; the task below follows the store from here.
+    let graph = Arc::new(Graph::default());
+    let graph_revision = populator::load(&graph, &store);
+    let authz = Authorizer::new(modes, rbac.clone()).with_graph(graph.clone());
 
     let host = nix_hostname();
     let mut sans = vec![
@@ -265,8 +270,9 @@ async fn main() -> anyhow::Result<()> {
     let stop = daemon::stop_on_signal("in-flight requests and watches end")?;
     let tasks = tokio_util::task::TaskTracker::new();
     tasks.spawn(registry.clone().run_namespace_controller(stop.clone()));
-    tasks.spawn(compact_periodically(store, stop.clone()));
+    tasks.spawn(compact_periodically(store.clone(), stop.clone()));
     tasks.spawn(rbac.run(registry.clone(), stop.clone()));
+    tasks.spawn(populator::run(graph, store, graph_revision, stop.clone()));
     if args.insecure_port != 0 {
         let insecure = server::bind(SocketAddr::from(([127, 0, 0, 1], args.insecure_port))).await?;
         tracing::warn!(

@@ -364,7 +364,7 @@ async fn reviews_are_answered_never_stored_and_malformed_ones_are_named() {
     let sar = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
     let about = |user: &str| {
         json!({"spec": {"user": user, "groups": ["system:nodes"],
-               "resourceAttributes": {"verb": "create", "resource": "nodes", "subresource": "proxy", "name": "node-a"}}})
+               "resourceAttributes": {"verb": "get", "resource": "nodes", "name": "node-a"}}})
     };
     let r = c.json("POST", sar, JSON, &about("system:node:node-a")).await;
     assert_eq!((r.code, &r.body["status"]["allowed"]), (201, &json!(true)), "{}", r.body);

@@ -32,8 +32,7 @@ fn can(rbac: &Rbac, name: &str, verb: &str, resource: &str, ns: &str) -> bool {
     let user =
         User { name: name.into(), groups: vec!["system:authenticated".into()], ..User::default() };
     let attrs = ResourceAttributes { resource, namespace: ns, ..Default::default() };
-    rbac.decide(&Attributes { user: &user, verb, target: Target::Resource(attrs), object: None })
-        .allowed()
+    rbac.decide(&Attributes { user: &user, verb, target: Target::Resource(attrs) }).allowed()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -116,13 +115,8 @@ async fn the_bootstrap_policy_is_reconciled_into_the_store_and_the_index_follows
             namespace: "a",
             ..Default::default()
         };
-        rbac.decide(&Attributes {
-            user: &user,
-            verb: "get",
-            target: Target::Resource(attrs),
-            object: None,
-        })
-        .allowed()
+        rbac.decide(&Attributes { user: &user, verb: "get", target: Target::Resource(attrs) })
+            .allowed()
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while !can_widgets() {

@@ -500,12 +500,18 @@ async fn the_kubelet_api_refuses_anonymous_callers_and_unreachable_pods_get_a_cl
     assert_eq!(https(&serving, port, "GET", missing, apiserver).await.0, 404);
 
     // Authorization (Webhook, the default): the kubelet asks the apiserver about each caller.
-    // Another node's certificate from the same CA may read (every identity may, until RBAC)
-    // but not exec here; the apiserver's may (its exec is refused only for lacking an upgrade).
+    // Another node's certificate from the same CA may neither read nor exec here (the Node
+    // authorizer gives a node no kubelet API, as upstream's); the apiserver's may (its exec is
+    // refused only for lacking an upgrade).
     let (other_cert, other_key) =
         apiserver_lite::certs::issue_client(&pki, "system:node:node-b", &["system:nodes"]).unwrap();
     let other = Cred::Cert(&other_cert, &other_key);
-    assert_eq!(https(&serving, port, "GET", path, other).await.0, 200);
+    let (code, body) = https(&serving, port, "GET", path, other).await;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.starts_with("Forbidden (user=system:node:node-b, verb=get, resource=nodes"),
+        "{body}"
+    );
     let exec = "/exec/default/nginx-pod/nginx?command=true&stdout=1";
     let (code, body) = https(&serving, port, "POST", exec, other).await;
     assert_eq!(
@@ -519,9 +525,15 @@ async fn the_kubelet_api_refuses_anonymous_callers_and_unreachable_pods_get_a_cl
     assert!(![401, 403, 500].contains(&code), "{code} {body}");
 
     // Bearer tokens (authentication.webhook, the default) are checked with the apiserver
-    // (TokenReview): the node's own token reads its logs; a token nobody knows is 401.
+    // (TokenReview): the node's own token authenticates (then, as upstream's Node authorizer
+    // gives a node no nodes/proxy, is refused: 403, not 401); a token nobody knows is 401.
     let token = Cred::Token("token-node-a");
-    assert_eq!(https(&serving, port, "GET", path, token).await.0, 200);
+    let (code, body) = https(&serving, port, "GET", path, token).await;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.starts_with("Forbidden (user=system:node:node-a, verb=get, resource=nodes"),
+        "{body}"
+    );
     assert_eq!(https(&serving, port, "GET", path, Cred::Token("forged")).await.0, 401);
 
     // The node reports where its kubelet listens.

@@ -3,11 +3,15 @@
 //!
 //! - [`tolerations`]: `DefaultTolerationSeconds` (pods, create and update);
 //! - [`service_account`]: `ServiceAccount` (pods, create): the account, its token volume, its
-//!   pull secrets.
+//!   pull secrets;
+//! - [`node_restriction`]: `NodeRestriction`: what kubelets may write, narrowed to their own
+//!   node, its pods and its lease. It needs the requesting user, so the HTTP layer runs it
+//!   (before the registry's create, inside its update decision, before a delete).
 //!
 //! Which run is kube-apiserver's `--enable-admission-plugins`/`--disable-admission-plugins`
-//! ([`plugins`]); both are on by default.
+//! ([`plugins`]); all are on by default.
 
+pub mod node_restriction;
 pub mod service_account;
 pub mod tolerations;
 
@@ -24,15 +28,18 @@ pub use tolerations::{TAINT_NOT_READY, TAINT_UNREACHABLE};
 pub enum Plugin {
     DefaultTolerationSeconds,
     ServiceAccount,
+    NodeRestriction,
 }
 
 impl Plugin {
-    pub const ALL: [Plugin; 2] = [Plugin::DefaultTolerationSeconds, Plugin::ServiceAccount];
+    pub const ALL: [Plugin; 3] =
+        [Plugin::DefaultTolerationSeconds, Plugin::ServiceAccount, Plugin::NodeRestriction];
 
     pub fn name(self) -> &'static str {
         match self {
             Plugin::DefaultTolerationSeconds => "DefaultTolerationSeconds",
             Plugin::ServiceAccount => "ServiceAccount",
+            Plugin::NodeRestriction => "NodeRestriction",
         }
     }
 }
@@ -40,7 +47,7 @@ impl Plugin {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PluginError {
     #[error(
-        "{flag} plugin {name:?} is unknown or not implemented by apiserver-lite (it has DefaultTolerationSeconds and ServiceAccount)"
+        "{flag} plugin {name:?} is unknown or not implemented by apiserver-lite (it has DefaultTolerationSeconds, ServiceAccount and NodeRestriction)"
     )]
     Unknown { flag: &'static str, name: String },
     #[error("{0:?} in enable-admission-plugins and disable-admission-plugins overlapped")]
@@ -112,6 +119,11 @@ impl Admission {
 
     fn on(&self, p: Plugin) -> bool {
         self.plugins.contains(&p)
+    }
+
+    /// Whether `p` runs.
+    pub fn enabled(&self, p: Plugin) -> bool {
+        self.on(p)
     }
 
     fn tolerations(&self, pod: &mut Pod) -> bool {

@@ -214,11 +214,15 @@ fn plugins_follow_upstreams_flags() {
     assert_eq!(plugins(&[], &[]).unwrap(), Plugin::ALL);
     assert_eq!(
         plugins(&s(&["ServiceAccount"]), &s(&["DefaultTolerationSeconds"])).unwrap(),
-        [Plugin::ServiceAccount]
+        [Plugin::ServiceAccount, Plugin::NodeRestriction]
     );
     assert_eq!(
-        plugins(&[], &s(&["NodeRestriction"])).unwrap_err().to_string(),
-        "disable-admission-plugins plugin \"NodeRestriction\" is unknown or not implemented by apiserver-lite (it has DefaultTolerationSeconds and ServiceAccount)"
+        plugins(&[], &s(&["NodeRestriction"])).unwrap(),
+        [Plugin::DefaultTolerationSeconds, Plugin::ServiceAccount]
+    );
+    assert_eq!(
+        plugins(&[], &s(&["PodSecurity"])).unwrap_err().to_string(),
+        "disable-admission-plugins plugin \"PodSecurity\" is unknown or not implemented by apiserver-lite (it has DefaultTolerationSeconds, ServiceAccount and NodeRestriction)"
     );
     assert_eq!(
         plugins(&s(&["ServiceAccount"]), &s(&["ServiceAccount"])).unwrap_err(),

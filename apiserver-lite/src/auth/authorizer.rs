@@ -10,9 +10,11 @@ use std::sync::Arc;
 use k8s_openapi::api::authorization::v1::{
     NonResourceRule, ResourceRule, SubjectRulesReviewStatus,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::User;
+use super::node::NodeAuthorizer;
+use super::node::graph::Graph;
 use super::rbac::Rbac;
 use crate::errors::ApiError;
 use crate::resources::ResourceType;
@@ -29,6 +31,27 @@ pub struct ResourceAttributes<'a> {
     pub subresource: &'a str,
     pub namespace: &'a str,
     pub name: &'a str,
+    /// The request's raw `fieldSelector` (a list or watch), as upstream's attributes carry it.
+    pub field_selector: &'a str,
+}
+
+/// The value a field selector requires `field` to equal (`field=v` or `field==v` among its
+/// comma-separated terms), as upstream's `RequiresExactMatch`.
+pub fn field_equals<'s>(selector: &'s str, field: &str) -> Option<&'s str> {
+    selector.split(',').find_map(|term| {
+        if term.contains("!=") {
+            return None;
+        }
+        let (f, v) = term.split_once("==").or_else(|| term.split_once('='))?;
+        (f.trim() == field).then(|| v.trim())
+    })
+}
+
+/// The name a list or watch is about, as upstream's RequestInfo reads it: a
+/// `metadata.name=<name>` field selector naming a valid path segment.
+pub fn selected_name(selector: &str) -> Option<&str> {
+    field_equals(selector, "metadata.name")
+        .filter(|n| !n.is_empty() && !matches!(*n, "." | "..") && !n.contains(['/', '%']))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,9 +67,6 @@ pub struct Attributes<'a> {
     pub user: &'a User,
     pub verb: &'a str,
     pub target: Target<'a>,
-    /// What a decision may read beyond the request: the object written or stored (a pod's
-    /// node), or for `serviceaccounts/token` the pod the token is bound to.
-    pub object: Option<&'a Value>,
 }
 
 /// One mode's answer, with its reason (empty when it has none to give).
@@ -116,11 +136,18 @@ impl Mode {
 pub struct Authorizer {
     modes: Vec<Mode>,
     rbac: Arc<Rbac>,
+    node: NodeAuthorizer,
 }
 
 impl Authorizer {
+    /// The chain of `modes` over `rbac`, and an empty node graph (see [`Self::with_graph`]).
     pub fn new(modes: Vec<Mode>, rbac: Arc<Rbac>) -> Self {
-        Self { modes, rbac }
+        Self { modes, rbac, node: NodeAuthorizer::default() }
+    }
+
+    /// The Node mode reading `graph`.
+    pub fn with_graph(self, graph: Arc<Graph>) -> Self {
+        Self { node: NodeAuthorizer::new(graph), ..self }
     }
 
     /// Upstream's default, `Node,RBAC`, over `rbac`.
@@ -137,6 +164,11 @@ impl Authorizer {
         &self.rbac
     }
 
+    /// The graph the Node mode reads.
+    pub fn graph(&self) -> &Arc<Graph> {
+        self.node.graph()
+    }
+
     /// The chain's decision: the privileged group, then each mode in order.
     pub fn decide(&self, a: &Attributes<'_>) -> Decision {
         if a.user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
@@ -145,7 +177,7 @@ impl Authorizer {
         let mut reasons = Vec::new();
         for mode in &self.modes {
             let d = match mode {
-                Mode::Node => super::node::decide(a),
+                Mode::Node => self.node.decide(a),
                 Mode::Rbac => self.rbac.decide(a),
                 Mode::AlwaysAllow => Decision::Allow(String::new()),
             };
@@ -163,7 +195,6 @@ impl Authorizer {
 
     /// Whether `user` may `verb` the resource `r` (its `sub`resource, in `ns`, named `name`):
     /// `Ok`, or upstream's 403.
-    #[allow(clippy::too_many_arguments)]
     pub fn authorize(
         &self,
         user: &User,
@@ -172,7 +203,6 @@ impl Authorizer {
         ns: Option<&str>,
         name: Option<&str>,
         sub: Option<&str>,
-        obj: Option<&Value>,
     ) -> Result<(), ApiError> {
         let attrs = ResourceAttributes {
             group: r.group,
@@ -180,13 +210,35 @@ impl Authorizer {
             subresource: sub.unwrap_or_default(),
             namespace: ns.filter(|_| r.namespaced).unwrap_or_default(),
             name: name.unwrap_or_default(),
+            field_selector: "",
         };
-        self.check(&Attributes { user, verb, target: Target::Resource(attrs), object: obj })
+        self.check(&Attributes { user, verb, target: Target::Resource(attrs) })
+    }
+
+    /// Whether `user` may `list` or `watch` `r` in `ns` with `field_selector`: the name is the
+    /// one a `metadata.name=` term selects, as upstream's RequestInfo sets it.
+    pub fn authorize_list(
+        &self,
+        user: &User,
+        verb: &str,
+        r: &ResourceType,
+        ns: Option<&str>,
+        field_selector: &str,
+    ) -> Result<(), ApiError> {
+        let attrs = ResourceAttributes {
+            group: r.group,
+            resource: r.name,
+            subresource: "",
+            namespace: ns.filter(|_| r.namespaced).unwrap_or_default(),
+            name: selected_name(field_selector).unwrap_or_default(),
+            field_selector,
+        };
+        self.check(&Attributes { user, verb, target: Target::Resource(attrs) })
     }
 
     /// Whether `user` may `verb` the non-resource `path`.
     pub fn authorize_path(&self, user: &User, verb: &str, path: &str) -> Result<(), ApiError> {
-        self.check(&Attributes { user, verb, target: Target::Path(path), object: None })
+        self.check(&Attributes { user, verb, target: Target::Path(path) })
     }
 
     /// `Ok` when the chain allows `a`, else upstream's 403.

@@ -73,13 +73,18 @@ pub fn impersonate(
         return Ok(requester);
     };
     let check = |group: &str, resource: &str, sub: &str, ns: &str, target: &str| {
-        let attrs =
-            ResourceAttributes { group, resource, subresource: sub, namespace: ns, name: target };
+        let attrs = ResourceAttributes {
+            group,
+            resource,
+            subresource: sub,
+            namespace: ns,
+            name: target,
+            field_selector: "",
+        };
         authz.check(&Attributes {
             user: &requester,
             verb: "impersonate",
             target: Target::Resource(attrs),
-            object: None,
         })
     };
     let account = name.strip_prefix("system:serviceaccount:").and_then(|rest| rest.split_once(':'));

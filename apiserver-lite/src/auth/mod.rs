@@ -7,7 +7,8 @@
 //! - [`token_file`]: the `--token-auth-file` tokens;
 //! - [`service_account`]: service-account JWTs;
 //! - [`impersonation`]: `Impersonate-*` headers (`kubectl --as`), each checked by the authorizer;
-//! - [`authorizer`]: the `--authorization-mode` chain, over [`node`] (kubelets) and [`rbac`].
+//! - [`authorizer`]: the `--authorization-mode` chain, over [`node`] (kubelets: the graph of
+//!   what their pods reference) and [`rbac`].
 
 pub mod authorizer;
 pub mod impersonation;

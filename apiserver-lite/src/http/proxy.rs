@@ -407,7 +407,7 @@ pub async fn logs(
 ) -> Result<Response<Body>, ApiError> {
     let pods =
         resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
-    state.authz.authorize(user, "get", pods, ns, Some(name), Some("log"), None)?;
+    state.authz.authorize(user, "get", pods, ns, Some(name), Some("log"))?;
     let loc = locate(state, ns, name, container)?;
     let mut path = format!(
         "/containerLogs/{}/{}/{}",
@@ -481,7 +481,7 @@ pub async fn remote_command(
     let pods =
         resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
     let sub = kind.subresource();
-    state.authz.authorize(user, "create", pods, ns, Some(name), Some(sub), None)?;
+    state.authz.authorize(user, "create", pods, ns, Some(name), Some(sub))?;
     let loc = locate(state, ns, name, container)?;
     let q = kubelet_query(req.uri().query(), true);
     let path = format!(

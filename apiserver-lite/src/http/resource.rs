@@ -13,6 +13,7 @@ use super::ApiState;
 use super::body::{self, Body};
 use super::proxy::RemoteCommand;
 use super::watch::{self, WatchFormat};
+use crate::admission::node_restriction::NodeRestriction;
 use crate::auth::User;
 use crate::auth::rbac::escalation;
 use crate::binding::Binding;
@@ -176,21 +177,23 @@ pub async fn handle(
     let authz = &state.authz;
     if !r.is_stored() {
         // A review: the answer is computed, not stored.
-        authz.authorize(user, verb, r, ns, None, None, None)?;
+        authz.authorize(user, verb, r, ns, None, None)?;
         let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
         let (answer, warnings) =
-            reviews::answer(registry, &state.auth, authz, user, r, body, write.validation)?;
+            reviews::answer(&state.auth, authz, user, r, body, write.validation)?;
         return Ok(with_warnings(body::json(201, &answer), &warnings));
     }
-    // Writes to pods are authorized against the stored pod (its node), creations against the
-    // object sent (authorized below, once the body is read), others by name.
-    let stored = match (verb, name) {
-        ("get" | "list" | "watch", _) | (_, None) => None,
-        (_, Some(n)) => registry.get(r, ns, n).ok(),
-    };
-    if (verb, name) != ("create", None) {
-        authz.authorize(user, verb, r, ns, name, sub, stored.as_ref())?;
+    // Lists and watches by their field selector (it may name the object), creations once
+    // the body is read (below), others by name.
+    match (verb, name) {
+        ("list" | "watch", None) => {
+            let selector = q.get("fieldSelector").unwrap_or_default();
+            authz.authorize_list(user, verb, r, ns, selector)?;
+        }
+        ("create", None) => {}
+        _ => authz.authorize(user, verb, r, ns, name, sub)?,
     }
+    let restriction = NodeRestriction::new(&state.registry, user);
 
     match (verb, name, sub) {
         ("watch", None, None) => {
@@ -279,8 +282,9 @@ pub async fn handle(
         ("get", Some(n), Some("scale")) => Ok(body::json(200, &scale_of(&registry.get(r, ns, n)?))),
         ("create", None, None) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
-            authz.authorize(user, verb, r, ns, None, None, Some(&body))?;
+            authz.authorize(user, verb, r, ns, None, None)?;
             escalation::check(authz, user, r, ns, &body, None)?;
+            restriction.admit_create(r, ns, &body)?;
             let (obj, warnings) = registry.create(r, ns, body, write).await?;
             Ok(with_warnings(body::json(201, &obj), &warnings))
         }
@@ -300,8 +304,10 @@ pub async fn handle(
         ("update", Some(n), None | Some("status") | Some("finalize")) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
             let sub = sub.filter(|s| *s == "status");
-            let guard =
-                |old: &Value, new: &Value| escalation::check(authz, user, r, ns, new, Some(old));
+            let guard = |old: &Value, new: &Value| {
+                escalation::check(authz, user, r, ns, new, Some(old))?;
+                restriction.admit_update(r, ns, n, sub, old, new)
+            };
             let (obj, warnings) =
                 registry.update_guarded(r, ns, n, sub, body, write, guard).await?;
             Ok(with_warnings(body::json(200, &obj), &warnings))
@@ -349,12 +355,14 @@ pub async fn handle(
                 .update_with(r, ns, n, sub, write, |old| {
                     let new = patch::apply(pt, old, &patch)?;
                     escalation::check(authz, user, r, ns, &new, Some(old))?;
+                    restriction.admit_update(r, ns, n, sub, old, &new)?;
                     Ok(new)
                 })
                 .await?;
             Ok(with_warnings(body::json(200, &obj), &warnings))
         }
         ("delete", Some(n), None) => {
+            restriction.admit_delete(r, ns, n)?;
             let opts = delete_options(incoming, content_type.as_deref(), &q).await?;
             let deleted = registry.delete(r, ns, n, &opts, write.dry_run).await?;
             // Upstream answers 202 only to an explicit `orphanDependents: false` still pending.

@@ -1,6 +1,7 @@
 //! `POST …/serviceaccounts/<name>/token`: the body decoded (JSON, YAML or kubectl's protobuf),
-//! the request authorized (a node only for the accounts of pods bound to it, against the pod
-//! the token is to be bound to), and a token issued by [`serviceaccount::token_request`].
+//! the request authorized (a node only for the accounts of pods bound to it), admitted (a
+//! node's token only bound to a pod of its own: NodeRestriction), and a token issued by
+//! [`serviceaccount::token_request`].
 
 use hyper::body::Incoming;
 use hyper::header::CONTENT_TYPE;
@@ -8,11 +9,11 @@ use hyper::{Method, Request, Response};
 
 use super::ApiState;
 use super::body::{self, Body};
+use crate::admission::node_restriction::NodeRestriction;
 use crate::auth::User;
 use crate::errors::ApiError;
 use crate::objects::{self, FieldValidation};
 use crate::request::{Query, ResourceRequest};
-use crate::resources;
 use crate::serviceaccount::token_request;
 
 pub(super) async fn create(
@@ -35,18 +36,8 @@ pub(super) async fn create(
     let body = body::parse(&raw, content_type.as_deref())?;
     let validation = FieldValidation::parse(q.get("fieldValidation"))?;
     let (request, mut warnings) = token_request::decode(body, validation)?;
-    let pods = resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods"))?;
-    let pod =
-        token_request::bound_pod(&request).and_then(|p| state.registry.get(pods, Some(ns), p).ok());
-    state.authz.authorize(
-        user,
-        "create",
-        rr.resource,
-        Some(ns),
-        Some(name),
-        Some("token"),
-        pod.as_ref(),
-    )?;
+    state.authz.authorize(user, "create", rr.resource, Some(ns), Some(name), Some("token"))?;
+    NodeRestriction::new(&state.registry, user).admit_token(rr.resource, ns, name, &request)?;
     let now = jiff::Timestamp::now().as_second();
     let registry: &crate::registry::Registry = &state.registry;
     let (answer, more) =

@@ -22,8 +22,8 @@ use crate::auth::authorizer::{Attributes, Decision, ResourceAttributes, Target};
 use crate::auth::{Authenticator, Authorizer, User};
 use crate::errors::ApiError;
 use crate::objects::{self, FieldValidation};
-use crate::registry::{self, Registry};
-use crate::resources::{RESOURCES, ResourceType};
+use crate::registry;
+use crate::resources::ResourceType;
 
 /// A value rendered as-is in a field error (`null`, or a JSON document).
 struct Raw(String);
@@ -37,7 +37,6 @@ impl api::validation::Value for Raw {
 /// Answers a review created by `user`: the object sent, with its `status` filled in, and the
 /// unknown-field warnings `validation` asks for.
 pub fn answer(
-    registry: &Registry,
     authenticator: &Authenticator,
     authz: &Authorizer,
     user: &User,
@@ -48,19 +47,18 @@ pub fn answer(
     objects::check_type(r, &mut body)?;
     let (decoded, unknown) = objects::decode(r, body)?;
     let warnings = registry::field_warnings(&unknown, validation)?;
-    let stored = |t: &ResourceType, ns: Option<&str>, name: &str| registry.get(t, ns, name).ok();
     let answered = match r.kind {
         "SelfSubjectAccessReview" => {
             let mut review: SelfSubjectAccessReview = typed(decoded)?;
             validate(r, &review.spec, None)?;
-            review.status = Some(decide(authz, user, &review.spec, stored));
+            review.status = Some(decide(authz, user, &review.spec));
             serde_json::to_value(review)
         }
         "SubjectAccessReview" => {
             let mut review: SubjectAccessReview = typed(decoded)?;
             let (subject, asked) = subject_of(&review.spec);
             validate(r, &asked, Some(&subject))?;
-            review.status = Some(decide(authz, &subject, &asked, stored));
+            review.status = Some(decide(authz, &subject, &asked));
             serde_json::to_value(review)
         }
         "SelfSubjectRulesReview" => {
@@ -169,15 +167,13 @@ fn user_info(user: &User) -> UserInfo {
 }
 
 /// Whether `user` may do what the review asks, by the chain that guards real requests.
-/// `stored` looks up the object a named request is about (a node's rights over a pod depend on
-/// the node it is bound to).
 pub fn decide(
     authz: &Authorizer,
     user: &User,
     spec: &SelfSubjectAccessReviewSpec,
-    stored: impl Fn(&ResourceType, Option<&str>, &str) -> Option<Value>,
 ) -> SubjectAccessReviewStatus {
-    let (verb, target, obj) = match (&spec.resource_attributes, &spec.non_resource_attributes) {
+    let selector = spec.resource_attributes.as_ref().map(field_selector).unwrap_or_default();
+    let (verb, target) = match (&spec.resource_attributes, &spec.non_resource_attributes) {
         (Some(a), _) => {
             let attrs = ResourceAttributes {
                 group: s(&a.group),
@@ -185,17 +181,14 @@ pub fn decide(
                 subresource: s(&a.subresource),
                 namespace: s(&a.namespace),
                 name: s(&a.name),
+                field_selector: &selector,
             };
-            let obj = resource_type(a).filter(|_| !attrs.name.is_empty()).and_then(|t| {
-                let ns = Some(attrs.namespace).filter(|n| t.namespaced && !n.is_empty());
-                stored(t, ns, attrs.name)
-            });
-            (s(&a.verb), Target::Resource(attrs), obj)
+            (s(&a.verb), Target::Resource(attrs))
         }
-        (None, Some(n)) => (s(&n.verb), Target::Path(s(&n.path)), None),
-        (None, None) => ("", Target::Path(""), None),
+        (None, Some(n)) => (s(&n.verb), Target::Path(s(&n.path))),
+        (None, None) => ("", Target::Path("")),
     };
-    let decision = authz.decide(&Attributes { user, verb, target, object: obj.as_ref() });
+    let decision = authz.decide(&Attributes { user, verb, target });
     let reason = Some(decision.reason().to_string()).filter(|r| !r.is_empty());
     SubjectAccessReviewStatus {
         allowed: decision.allowed(),
@@ -209,14 +202,23 @@ fn s(v: &Option<String>) -> &str {
     v.as_deref().unwrap_or_default()
 }
 
-/// The served type the attributes name (any version when none or `*` is given).
-fn resource_type(a: &ResourceAttributes_) -> Option<&'static ResourceType> {
-    let group = a.group.as_deref().unwrap_or_default();
-    let resource = a.resource.as_deref()?;
-    let version = a.version.as_deref().filter(|v| !v.is_empty() && *v != "*");
-    RESOURCES
+/// A review's field selector as one raw selector: `rawSelector`, else its requirements (an
+/// `In` with one value is an equality; others select no single value and are left out).
+fn field_selector(a: &ResourceAttributes_) -> String {
+    let Some(f) = &a.field_selector else { return String::new() };
+    if let Some(raw) = f.raw_selector.as_ref().filter(|r| !r.is_empty()) {
+        return raw.clone();
+    }
+    let terms: Vec<String> = f
+        .requirements
         .iter()
-        .find(|t| t.group == group && t.name == resource && version.is_none_or(|v| v == t.version))
+        .flatten()
+        .filter_map(|r| match (r.operator.as_str(), r.values.as_deref()) {
+            ("In", Some([v])) => Some(format!("{}={v}", r.key)),
+            _ => None,
+        })
+        .collect();
+    terms.join(",")
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use k8s_openapi::api::authorization::v1::NonResourceAttributes;
 use serde_json::json;
 
 use super::*;
+use crate::auth::node::graph::Graph;
 use crate::auth::rbac::{Index, Rbac};
 
 fn user(name: &str, groups: &[&str]) -> User {
@@ -34,13 +35,17 @@ fn ask(
     }
 }
 
-/// The pod `web` is bound to node-a; nothing else is stored.
-fn stored(t: &ResourceType, _: Option<&str>, name: &str) -> Option<Value> {
-    (t.name == "pods" && name == "web").then(|| json!({"spec": {"nodeName": "node-a"}}))
-}
-
-/// `Node,RBAC` over the bootstrap policy, with `dev` bound to `view` in namespace `a`.
+/// `Node,RBAC` over the bootstrap policy, with `dev` bound to `view` in namespace `a`, and the
+/// pod `default/web` (using the Secret `web-tls`) bound to node-a in the node graph.
 fn authz() -> Authorizer {
+    let graph = Arc::new(Graph::default());
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"nodeName": "node-a", "containers": [{"name": "c"}],
+                 "volumes": [{"name": "tls", "secret": {"secretName": "web-tls"}}]},
+    }))
+    .unwrap();
+    graph.set_pod("default", "web", crate::auth::node::graph::pod_edges(&pod));
     let mut index = Index::bootstrap();
     index.add_role_binding(
         serde_json::from_value(json!({
@@ -50,7 +55,7 @@ fn authz() -> Authorizer {
         }))
         .unwrap(),
     );
-    Authorizer::node_rbac(Arc::new(Rbac::with_index(index)))
+    Authorizer::node_rbac(Arc::new(Rbac::with_index(index))).with_graph(graph)
 }
 
 #[test]
@@ -72,14 +77,20 @@ fn answers_follow_the_chain_that_guards_requests() {
         (&dev, ask("delete", "authorization.k8s.io", "selfsubjectrulesreviews", "", ""), false),
         (&node, ask("update", "*", "*", "", ""), false),
         (&node, ask("update", "", "nodes", "", "node-a"), true),
-        (&node, ask("update", "", "nodes", "", "node-b"), false),
-        (&node, ask("delete", "", "pods", "default", "web"), true),
-        (&node, ask("delete", "", "pods", "default", "other"), false),
+        // Node writes pass the authorizer; NodeRestriction admits only the node's own.
+        (&node, ask("update", "", "nodes", "", "node-b"), true),
+        (&node, ask("get", "", "nodes", "", "node-b"), false),
+        (&node, ask("get", "", "pods", "default", "web"), true),
+        (&node, ask("get", "", "pods", "default", "other"), false),
+        (&node, ask("get", "", "secrets", "default", "web-tls"), true),
+        (&node, ask("get", "", "secrets", "default", "other"), false),
+        // Deletes pass the authorizer; NodeRestriction admits only the node's own pods.
+        (&node, ask("delete", "", "pods", "default", "other"), true),
         (&node, ask("update", "coordination.k8s.io", "leases", "kube-node-lease", "node-a"), true),
         (&node, ask("create", "", "secrets", "default", ""), false),
     ];
     for (who, spec, want) in table {
-        let got = decide(&authz, who, &spec, stored);
+        let got = decide(&authz, who, &spec);
         assert_eq!(got.allowed, want, "{} {:?}", who.name, spec.resource_attributes);
     }
 }
@@ -102,12 +113,13 @@ fn a_subject_access_review_asks_about_its_subject_as_a_kubelet_does() {
             ..Default::default()
         };
         let (subject, asked) = subject_of(&spec);
-        decide(&authz, &subject, &asked, stored).allowed
+        decide(&authz, &subject, &asked).allowed
     };
     let masters = ["system:masters", "system:authenticated"];
     assert!(kubelet_asks("kube-apiserver-kubelet-client", &masters, "create", "node-a"));
     let nodes = ["system:nodes", "system:authenticated"];
-    assert!(kubelet_asks("system:node:node-a", &nodes, "create", "node-a"));
+    // A node's rights end at its Node object: its kubelet API is not for it (as upstream).
+    assert!(!kubelet_asks("system:node:node-a", &nodes, "create", "node-a"));
     assert!(!kubelet_asks("system:node:node-b", &nodes, "create", "node-a"));
     assert!(!kubelet_asks("dev", &[], "create", "node-a"));
 }
@@ -125,7 +137,7 @@ fn an_allowed_answer_names_the_binding_and_a_missing_role_is_the_reason_for_no()
     );
     let authz = Authorizer::node_rbac(Arc::new(Rbac::with_index(index)));
     let dev = user("dev", &["system:authenticated"]);
-    let no = decide(&authz, &dev, &ask("get", "", "pods", "a", ""), stored);
+    let no = decide(&authz, &dev, &ask("get", "", "pods", "a", ""));
     assert!(!no.allowed);
     assert_eq!(
         no.reason.as_deref(),
@@ -135,7 +147,6 @@ fn an_allowed_answer_names_the_binding_and_a_missing_role_is_the_reason_for_no()
         &authz,
         &dev,
         &ask("create", "authorization.k8s.io", "selfsubjectaccessreviews", "", ""),
-        stored,
     );
     assert_eq!(
         yes.reason.as_deref(),
@@ -173,9 +184,9 @@ fn a_token_review_names_the_tokens_user_or_says_it_is_invalid() {
 fn types_this_server_does_not_serve_and_paths_are_asked_of_the_rules() {
     let authz = authz();
     let dev = user("dev", &["system:authenticated"]);
-    assert!(!decide(&authz, &dev, &ask("get", "example.com", "widgets", "a", ""), stored).allowed);
+    assert!(!decide(&authz, &dev, &ask("get", "example.com", "widgets", "a", "")).allowed);
     let admin = user("admin", &["system:masters"]);
-    assert!(decide(&authz, &admin, &ask("get", "example.com", "widgets", "a", ""), stored).allowed);
+    assert!(decide(&authz, &admin, &ask("get", "example.com", "widgets", "a", "")).allowed);
     let path = |verb: &str, p: &str| SelfSubjectAccessReviewSpec {
         resource_attributes: None,
         non_resource_attributes: Some(NonResourceAttributes {
@@ -183,10 +194,10 @@ fn types_this_server_does_not_serve_and_paths_are_asked_of_the_rules() {
             verb: Some(verb.into()),
         }),
     };
-    assert!(decide(&authz, &dev, &path("get", "/version"), stored).allowed);
-    assert!(decide(&authz, &dev, &path("get", "/apis/apps/v1"), stored).allowed);
-    assert!(!decide(&authz, &dev, &path("post", "/version"), stored).allowed);
-    assert!(!decide(&authz, &dev, &path("get", "/metrics"), stored).allowed);
+    assert!(decide(&authz, &dev, &path("get", "/version")).allowed);
+    assert!(decide(&authz, &dev, &path("get", "/apis/apps/v1")).allowed);
+    assert!(!decide(&authz, &dev, &path("post", "/version")).allowed);
+    assert!(!decide(&authz, &dev, &path("get", "/metrics")).allowed);
 }
 
 #[test]
@@ -214,5 +225,33 @@ fn rules_reviews_list_what_rbac_grants_and_mark_nodes_incomplete() {
     assert_eq!(
         node.evaluation_error.as_deref(),
         Some("node authorizer does not support user rule resolution")
+    );
+}
+
+#[test]
+fn a_reviews_field_selector_reaches_the_node_authorizer() {
+    let authz = authz();
+    let node = user("system:node:node-a", &["system:nodes", "system:authenticated"]);
+    let list = |selector: Option<Value>| {
+        let mut spec = ask("list", "", "pods", "", "");
+        if let (Some(a), Some(s)) = (spec.resource_attributes.as_mut(), selector) {
+            a.field_selector = Some(serde_json::from_value(s).unwrap());
+        }
+        decide(&authz, &node, &spec)
+    };
+    assert!(list(Some(json!({"rawSelector": "spec.nodeName=node-a"}))).allowed);
+    let requirement =
+        json!({"requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["node-a"]}]});
+    assert!(list(Some(requirement)).allowed);
+    let other =
+        json!({"requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["node-b"]}]});
+    assert!(!list(Some(other)).allowed);
+    let many = json!({"requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["node-a", "node-b"]}]});
+    assert!(!list(Some(many)).allowed, "a set of nodes is no single node");
+    let denied = list(None);
+    assert!(!denied.allowed);
+    assert_eq!(
+        denied.reason.as_deref(),
+        Some("can only list/watch pods with spec.nodeName field selector")
     );
 }

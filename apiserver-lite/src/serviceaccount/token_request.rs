@@ -48,14 +48,6 @@ pub fn decode(
     Ok((decoded.value, warnings))
 }
 
-/// The pod a request binds its token to, if it names one (a node may ask only for the
-/// accounts of its own pods; the authorizer reads the pod).
-pub fn bound_pod(req: &TokenRequest) -> Option<&str> {
-    let r = req.spec.bound_object_ref.as_ref()?;
-    let (group, _) = group_version(r.api_version.as_deref().unwrap_or_default());
-    (group.is_empty() && r.kind.as_deref() == Some("Pod")).then_some(r.name.as_deref()?)
-}
-
 /// `apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`).
 fn group_version(api_version: &str) -> (&str, &str) {
     api_version.split_once('/').unwrap_or(("", api_version))

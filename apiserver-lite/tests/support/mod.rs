@@ -1,6 +1,7 @@
-//! The harness the bad-input tests share: apiserver-lite on a loopback port over a temporary
-//! SQLite store (Node,RBAC over the bootstrap policy), and a raw HTTP/1.1 client that re-dials
-//! when the server closes the connection.
+//! The harness the bad-input and node-authorizer tests share: apiserver-lite on a loopback
+//! port over a temporary SQLite store (Node,RBAC over the bootstrap policy, the node graph
+//! following the store), and a raw HTTP/1.1 client that re-dials when the server closes the
+//! connection and may impersonate (`Impersonate-*` headers, as `kubectl --as`).
 
 #![allow(dead_code)] // each test file uses its own part
 
@@ -9,6 +10,8 @@ use std::sync::Arc;
 
 use apiserver_lite::admission::{Admission, Plugin};
 use apiserver_lite::auth::Authenticator;
+use apiserver_lite::auth::node::graph::Graph;
+use apiserver_lite::auth::node::populator;
 use apiserver_lite::http::ApiState;
 use apiserver_lite::registry::Registry;
 use apiserver_lite::server;
@@ -23,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 pub struct Server {
     pub addr: SocketAddr,
+    pub registry: Arc<Registry>,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     _dir: tempfile::TempDir,
@@ -35,8 +39,10 @@ impl Server {
         let store = Arc::new(Store::open(Arc::new(backend)).unwrap());
         // No controller-manager makes `default` ServiceAccounts here (see registry.rs).
         let admission = Admission::default().without(Plugin::ServiceAccount);
-        let registry = Arc::new(Registry::new(store).with_admission(admission));
+        let registry = Arc::new(Registry::new(store.clone()).with_admission(admission));
         registry.bootstrap().await.unwrap();
+        let graph = Arc::new(Graph::default());
+        let from = populator::load(&graph, &store);
         let listener = server::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let pki = apiserver_lite::certs::ensure(&dir.path().join("pki"), &[]).unwrap();
@@ -48,14 +54,15 @@ impl Server {
         )
         .unwrap();
         let state = Arc::new(ApiState {
-            registry,
+            registry: registry.clone(),
             auth: Authenticator::default(),
             // Node,RBAC over the bootstrap policy: the reviews below ask about non-masters.
             authz: apiserver_lite::auth::Authorizer::node_rbac(Arc::new(
                 apiserver_lite::auth::rbac::Rbac::with_index(
                     apiserver_lite::auth::rbac::Index::bootstrap(),
                 ),
-            )),
+            ))
+            .with_graph(graph.clone()),
             address: addr.to_string(),
             kubelet,
             tokens: None,
@@ -63,8 +70,12 @@ impl Server {
             audit: None,
         });
         let stop = CancellationToken::new();
-        let task = tokio::spawn(server::serve_insecure(listener, state, stop.clone()));
-        Self { addr, stop, task, _dir: dir }
+        let serving = server::serve_insecure(listener, state, stop.clone());
+        let following = populator::run(graph, store, from, stop.clone());
+        let task = tokio::spawn(async move {
+            tokio::join!(serving, following);
+        });
+        Self { addr, registry, stop, task, _dir: dir }
     }
 
     pub async fn stop(self) {
@@ -77,6 +88,8 @@ impl Server {
 pub struct Client {
     addr: SocketAddr,
     sender: Option<SendRequest<Full<Bytes>>>,
+    /// Headers every request carries (impersonation).
+    headers: Vec<(String, String)>,
 }
 
 pub struct Reply {
@@ -86,7 +99,14 @@ pub struct Reply {
 
 impl Client {
     pub fn new(addr: SocketAddr) -> Self {
-        Self { addr, sender: None }
+        Self { addr, sender: None, headers: Vec::new() }
+    }
+
+    /// A client acting as `user` in `groups` (the insecure port's admin impersonating).
+    pub fn impersonating(addr: SocketAddr, user: &str, groups: &[&str]) -> Self {
+        let mut headers = vec![("Impersonate-User".to_string(), user.to_string())];
+        headers.extend(groups.iter().map(|g| ("Impersonate-Group".to_string(), g.to_string())));
+        Self { addr, sender: None, headers }
     }
 
     async fn dial(&mut self) -> &mut SendRequest<Full<Bytes>> {
@@ -105,6 +125,9 @@ impl Client {
         body: Vec<u8>,
     ) -> Reply {
         let mut req = hyper::Request::builder().method(method).uri(path).header("host", "x");
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
         if let Some(ct) = ct {
             req = req.header("content-type", ct);
         }

@@ -47,9 +47,7 @@ pub fn check(
             name: target_name,
             ..Default::default()
         };
-        authz
-            .decide(&Attributes { user, verb, target: Target::Resource(attrs), object: None })
-            .allowed()
+        authz.decide(&Attributes { user, verb, target: Target::Resource(attrs) }).allowed()
     };
     match r.kind {
         "Role" | "ClusterRole" => {

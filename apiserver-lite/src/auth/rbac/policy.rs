@@ -33,12 +33,15 @@ const AUTHN: &str = "authentication.k8s.io";
 const AUTHZ: &str = "authorization.k8s.io";
 const AUTOSCALING: &str = "autoscaling";
 const BATCH: &str = "batch";
+const CERTIFICATES: &str = "certificates.k8s.io";
 const COORDINATION: &str = "coordination.k8s.io";
 const DISCOVERY: &str = "discovery.k8s.io";
 const EVENTS: &str = "events.k8s.io";
 const EXTENSIONS: &str = "extensions";
 const NETWORKING: &str = "networking.k8s.io";
+const NODE: &str = "node.k8s.io";
 const POLICY: &str = "policy";
+const RESOURCE: &str = "resource.k8s.io";
 const STORAGE: &str = "storage.k8s.io";
 
 fn meta(name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
@@ -323,6 +326,8 @@ fn cluster_roles_base() -> Vec<ClusterRole> {
                 ),
             ],
         ),
+        // Unbound, as upstream: the Node authorizer evaluates these rules for nodes itself.
+        role("system:node", node_rules()),
         role(
             "system:node-proxier",
             vec![
@@ -406,6 +411,52 @@ fn cluster_roles_base() -> Vec<ClusterRole> {
             "system:service-account-issuer-discovery",
             vec![url_rule(&["get"], &["/.well-known/openid-configuration", "/openid/v1/jwks"])],
         ),
+    ]
+}
+
+/// Upstream's `NodeRules()` with v1.35's default feature gates: what every node may do
+/// beyond what the Node authorizer decides from its graph (`system:node`, unbound; the
+/// authorizer evaluates these rules itself).
+pub fn node_rules() -> Vec<PolicyRule> {
+    vec![
+        resource_rule(&["create"], &[AUTHN], &["tokenreviews"]),
+        resource_rule(
+            &["create"],
+            &[AUTHZ],
+            &["subjectaccessreviews", "localsubjectaccessreviews"],
+        ),
+        resource_rule(READ, &[CORE], &["services"]),
+        resource_rule(&["create", "get", "list", "watch"], &[CORE], &["nodes"]),
+        resource_rule(&["update", "patch"], &[CORE], &["nodes/status"]),
+        resource_rule(&["update", "patch"], &[CORE], &["nodes"]),
+        resource_rule(&["create", "update", "patch"], &[CORE], &["events"]),
+        resource_rule(READ, &[CORE], &["pods"]),
+        resource_rule(&["create", "delete"], &[CORE], &["pods"]),
+        resource_rule(&["update", "patch"], &[CORE], &["pods/status"]),
+        resource_rule(&["create"], &[CORE], &["pods/eviction"]),
+        resource_rule(READ, &[CORE], &["secrets", "configmaps"]),
+        resource_rule(&["get"], &[CORE], &["persistentvolumeclaims", "persistentvolumes"]),
+        resource_rule(&["get"], &[CORE], &["endpoints"]),
+        resource_rule(
+            &["create", "get", "list", "watch"],
+            &[CERTIFICATES],
+            &["certificatesigningrequests"],
+        ),
+        resource_rule(
+            &["get", "create", "update", "patch", "delete"],
+            &[COORDINATION],
+            &["leases"],
+        ),
+        resource_rule(&["get"], &[STORAGE], &["volumeattachments"]),
+        resource_rule(&["create"], &[CORE], &["serviceaccounts/token"]),
+        resource_rule(&["get", "update", "patch"], &[CORE], &["persistentvolumeclaims/status"]),
+        resource_rule(READ, &[STORAGE], &["csidrivers"]),
+        resource_rule(&["get", "create", "update", "patch", "delete"], &[STORAGE], &["csinodes"]),
+        resource_rule(READ, &[NODE], &["runtimeclasses"]),
+        resource_rule(&["get"], &[RESOURCE], &["resourceclaims"]),
+        resource_rule(&["deletecollection"], &[RESOURCE], &["resourceslices"]),
+        // KubeletServiceAccountTokenForCredentialProviders, on by default since v1.34.
+        resource_rule(&["get"], &[CORE], &["serviceaccounts"]),
     ]
 }
 

@@ -29,8 +29,7 @@ fn role_binding(
 
 fn can(rbac: &Rbac, u: &User, verb: &str, resource: &str, ns: &str) -> bool {
     let attrs = ResourceAttributes { resource, namespace: ns, ..Default::default() };
-    rbac.decide(&Attributes { user: u, verb, target: Target::Resource(attrs), object: None })
-        .allowed()
+    rbac.decide(&Attributes { user: u, verb, target: Target::Resource(attrs) }).allowed()
 }
 
 #[test]

@@ -236,20 +236,3 @@ fn a_limit_shortens_longer_requests_with_a_warning() {
     assert_eq!(answer.spec.expiration_seconds, Some(7200));
     assert_eq!(claims_of(&answer.status.unwrap().token).exp, Some(NOW + 7200));
 }
-
-#[test]
-fn only_pod_references_are_read_for_the_authorizer() {
-    assert_eq!(
-        bound_pod(&request(
-            json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web"}})
-        )),
-        Some("web")
-    );
-    assert_eq!(
-        bound_pod(&request(
-            json!({"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "web"}})
-        )),
-        None
-    );
-    assert_eq!(bound_pod(&request(json!({}))), None);
-}

@@ -23,13 +23,13 @@ fn res<'a>(
             subresource: sub,
             namespace: "a",
             name,
+            field_selector: "",
         }),
-        object: None,
     }
 }
 
 fn path<'a>(u: &'a User, verb: &'a str, p: &'a str) -> Attributes<'a> {
-    Attributes { user: u, verb, target: Target::Path(p), object: None }
+    Attributes { user: u, verb, target: Target::Path(p) }
 }
 
 #[test]
