@@ -112,7 +112,7 @@ fn main() {
     ];
     println!("RBAC decision with {bindings} bindings (median / p99 of batches of 1,000):");
     for (what, u, ns, allowed) in &cases {
-        let decide = || authz.authorize(u, "list", pods, Some(ns), None, Some("log"), None).is_ok();
+        let decide = || authz.authorize(u, "list", pods, Some(ns), None, Some("log")).is_ok();
         assert_eq!(decide(), *allowed, "{what}");
         let mut batches = Vec::new();
         for _ in 0..300 {
