@@ -256,13 +256,13 @@ impl Record {
         hyper::Response::from_parts(parts, crate::http::body::full(bytes))
     }
 
-    fn capture(&self, body: Value) {
+    fn capture(&self, body: &Value) {
         if let Some(name) = body["metadata"]["name"].as_str() {
             *self.request_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
                 Some(name.to_string());
         }
         if self.decision.level >= Level::Request {
-            *self.lock_request() = Some(body);
+            *self.lock_request() = Some(body.clone());
         }
     }
 }
@@ -282,13 +282,7 @@ pub async fn scope<F: std::future::Future>(record: Option<Arc<Record>>, fut: F) 
 /// The request body as decoded, for the request being audited (if any): its name at every
 /// level, the body itself from `Request` up.
 pub fn request_object(body: &Value) {
-    let _ = CURRENT.try_with(|r| {
-        if r.decision.level >= Level::Request {
-            r.capture(body.clone());
-        } else {
-            r.capture(serde_json::json!({"metadata": {"name": body["metadata"]["name"]}}));
-        }
-    });
+    let _ = CURRENT.try_with(|r| r.capture(body));
 }
 
 /// A raw request body (a patch), kept as JSON, or YAML read as JSON.
@@ -299,7 +293,7 @@ pub fn request_bytes(raw: &[u8]) {
                 std::str::from_utf8(raw).ok().and_then(|t| serde_yaml_ng::from_str(t).ok())
             });
             if let Some(v) = parsed.filter(|v: &Value| v.is_object() || v.is_array()) {
-                r.capture(v);
+                r.capture(&v);
             }
         }
     });

@@ -75,20 +75,14 @@ pub async fn handle(
     let started = std::time::Instant::now();
     let route = request::route(&path);
     let identity = identify(&state, &peer, &req);
-    let record = match (&state.audit, &identity) {
-        (Some(auditor), Ok((user, acting))) => {
-            let impersonated = acting.as_ref().filter(|a| Some(*a) != user.as_ref());
-            auditor.begin(
-                audit_info(&req, route.as_ref().ok(), remote),
-                user.as_ref(),
-                impersonated,
-            )
-        }
-        (Some(auditor), Err(_)) => {
-            auditor.begin(audit_info(&req, route.as_ref().ok(), remote), None, None)
-        }
-        (None, _) => None,
-    };
+    let record = state.audit.as_ref().and_then(|auditor| {
+        // A request whose impersonation was refused is logged without a user, as one that
+        // carried no credentials.
+        let (user, acting) =
+            identity.as_ref().map_or((None, None), |(u, a)| (u.as_ref(), a.as_ref()));
+        let impersonated = acting.filter(|a| Some(*a) != user);
+        auditor.begin(audit_info(&req, route.as_ref().ok(), remote), user, impersonated)
+    });
     let served = audit::scope(record.clone(), async {
         let route = route?;
         serve(&state, route, identity?.1, req).await
