@@ -19,6 +19,8 @@
 //! - [`objects`]: decoding, defaults, create and update rules, validation.
 //! - [`protobuf`]: protobuf request bodies from kubectl's typed clients.
 //! - [`patch`]: merge, JSON and strategic merge patches.
+//! - [`managedfields`]: server-side apply and `managedFields`: field sets, the merge, owners and
+//!   conflicts.
 //! - [`list`]: list options, paging over one snapshot, which revision a list reads.
 //! - [`registry`]: get, list, create, update, delete and watch over the store.
 //! - [`reviews`]: `auth can-i` (and `--list`), SubjectAccessReview, TokenReview and `auth whoami`
@@ -34,6 +36,7 @@ pub mod discovery;
 pub mod errors;
 pub mod http;
 pub mod list;
+pub mod managedfields;
 pub mod objects;
 pub mod patch;
 pub mod protobuf;

@@ -70,9 +70,10 @@ pub fn apply(kind: PatchType, original: &Value, patch: &Value) -> Result<Value, 
             }
             Ok(strategic(original, patch, ""))
         }
-        PatchType::Apply => Err(ApiError::new_unsupported(
-            "server-side apply (application/apply-patch+yaml) is not supported yet; use client-side apply (kubectl apply without --server-side)",
-        )),
+        // An apply is no patch: it merges through the field manager (`registry::apply`).
+        PatchType::Apply => {
+            Err(ApiError::internal("an apply goes through the field manager, not patch::apply"))
+        }
     }
 }
 
@@ -83,32 +84,10 @@ fn missing_member(doc: &Value, path: &str) -> bool {
     doc.pointer(parent).and_then(Value::as_object).is_some_and(|m| !m.contains_key(&key))
 }
 
-/// The merge key of a list field of the built-in types, by field name (and element shape where
-/// one name has two keys, as `ports`).
+/// The merge key of a list field of the built-in types, from the one table
+/// [`managedfields::schema`](crate::managedfields::schema) keeps for server-side apply too.
 fn merge_key(field: &str, sample: Option<&Value>) -> Option<&'static str> {
-    Some(match field {
-        "containers"
-        | "initContainers"
-        | "ephemeralContainers"
-        | "env"
-        | "volumes"
-        | "imagePullSecrets"
-        | "resourceClaims" => "name",
-        "readinessGates" => "conditionType",
-        "volumeMounts" => "mountPath",
-        "volumeDevices" => "devicePath",
-        "conditions" => "type",
-        "ownerReferences" => "uid",
-        "hostAliases" => "ip",
-        "ports" => {
-            if sample.is_some_and(|s| s.get("containerPort").is_some()) {
-                "containerPort"
-            } else {
-                "port"
-            }
-        }
-        _ => return None,
-    })
+    crate::managedfields::schema::merge_key(field, sample)
 }
 
 /// Primitive lists merged as sets (`patchStrategy: merge` on a list of strings).
@@ -234,10 +213,6 @@ impl ApiError {
             format!("the server rejected our request due to an error in our request: {message}"),
         )
     }
-
-    fn new_unsupported(message: &str) -> Self {
-        ApiError::new(415, "UnsupportedMediaType", message)
-    }
 }
 
 #[cfg(test)]
@@ -319,6 +294,6 @@ mod tests {
             apply(PatchType::Strategic, &pod(), &replace).unwrap()["metadata"]["labels"],
             json!({"z": "9"})
         );
-        assert_eq!(apply(PatchType::Apply, &pod(), &json!({})).unwrap_err().code, 415);
+        assert_eq!(apply(PatchType::Apply, &pod(), &json!({})).unwrap_err().code, 500);
     }
 }

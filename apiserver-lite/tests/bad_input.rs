@@ -97,7 +97,11 @@ async fn oversized_malformed_wrong_kind_and_invalid_bodies_get_upstream_answers(
     let r = c.json("PATCH", &at, "application/json-patch+json", &remove).await;
     assert!(r.code == 422 || r.code == 400, "{}", r.body);
     let r = c.json("PATCH", &at, "application/apply-patch+yaml", &json!({})).await;
-    assert_status(&r, 415, "UnsupportedMediaType");
+    assert_status(&r, 422, "Invalid");
+    let r = c
+        .json("PATCH", &format!("{at}?fieldManager=m"), "application/apply-patch+yaml", &json!({}))
+        .await;
+    assert_eq!(assert_status(&r, 400, "BadRequest"), "invalid object type: /, Kind=");
 
     // None of it touched the stored pod.
     let r = c.send("GET", &at, None, vec![]).await;

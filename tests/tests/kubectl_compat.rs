@@ -196,6 +196,16 @@ fn kubectl_v1_35_works_against_apiserver_lite() {
     assert_eq!(ok(&server, &["apply", "-f", applied]), "pod/applied configured\n");
     assert!(ok(&server, &["get", "pod", "applied", "--show-labels"]).contains("app=changed"));
 
+    // Server-side apply: create, then update (the step that answered 415 before).
+    let ssa = dir.join("ssa.yaml");
+    std::fs::write(&ssa, POD.replace("nginx-pod", "ssa")).unwrap();
+    let ssa = ssa.to_str().unwrap();
+    assert_eq!(ok(&server, &["apply", "--server-side", "-f", ssa]), "pod/ssa serverside-applied\n");
+    std::fs::write(ssa, POD.replace("nginx-pod", "ssa").replace("app: nginx", "app: moved"))
+        .unwrap();
+    assert_eq!(ok(&server, &["apply", "--server-side", "-f", ssa]), "pod/ssa serverside-applied\n");
+    assert!(ok(&server, &["get", "pod", "ssa", "--show-labels"]).contains("app=moved"));
+
     // The generators, which send protobuf.
     assert_eq!(
         ok(&server, &["create", "deployment", "web", "--image=nginx:1.8"]),

@@ -5,7 +5,7 @@
 use api::validation::selector::Selector;
 use api::validation::{ErrorList, FieldError, NEGATIVE_MSG, Path};
 use hyper::body::Incoming;
-use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue, USER_AGENT};
 use hyper::{Method, Request, Response};
 use serde_json::{Value, json};
 
@@ -18,10 +18,12 @@ use crate::auth::User;
 use crate::auth::rbac::escalation;
 use crate::binding::Binding;
 use crate::errors::ApiError;
+use crate::managedfields::manager::prefix_from_user_agent;
 use crate::objects::{self, FieldValidation};
 use crate::patch::{self, PatchType};
 use crate::registry::{
-    DeleteOptions, DeleteQuery, ListAt, ListOptions, WatchOptions, WatchStart, WriteOptions,
+    ApplyOptions, DeleteOptions, DeleteQuery, ListAt, ListOptions, WatchOptions, WatchStart,
+    WriteOptions,
 };
 use crate::request::{Query, ResourceRequest, Verb};
 use crate::resources::{self, ResourceType};
@@ -168,11 +170,25 @@ pub async fn handle(
         dry_run: q.dry_run(),
         validation: FieldValidation::parse(q.get("fieldValidation"))?,
     };
+    // The field manager: `fieldManager`, else the User-Agent up to its first slash.
+    let manager = match q.get("fieldManager").filter(|m| !m.is_empty()) {
+        Some(m) => m.to_string(),
+        None => prefix_from_user_agent(
+            parts.headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default(),
+        ),
+    };
     let verb = Verb::of(&parts.method, name.is_some(), q.flag("watch"))
         .ok_or_else(ApiError::method_not_allowed)?
         .as_str();
     if !r.verbs().contains(&verb) || (!r.is_stored() && name.is_some()) {
         return Err(ApiError::method_not_allowed());
+    }
+    let pt = match verb {
+        "patch" => Some(patch_type(content_type.as_deref())?),
+        _ => None,
+    };
+    if let Some(pt) = pt {
+        validate_patch_options(pt, &q)?;
     }
     let authz = &state.authz;
     if !r.is_stored() {
@@ -285,7 +301,7 @@ pub async fn handle(
             authz.authorize(user, verb, r, ns, None, None)?;
             escalation::check(authz, user, r, ns, &body, None)?;
             restriction.admit_create(r, ns, &body)?;
-            let (obj, warnings) = registry.create(r, ns, body, write).await?;
+            let (obj, warnings) = registry.create_as(r, ns, body, write, &manager).await?;
             Ok(with_warnings(body::json(201, &obj), &warnings))
         }
         ("create", Some(n), Some("binding")) => {
@@ -309,8 +325,31 @@ pub async fn handle(
                 restriction.admit_update(r, ns, n, sub, old, new)
             };
             let (obj, warnings) =
-                registry.update_guarded(r, ns, n, sub, body, write, guard).await?;
+                registry.update_guarded(r, ns, n, sub, body, write, &manager, guard).await?;
             Ok(with_warnings(body::json(200, &obj), &warnings))
+        }
+        ("patch", Some(n), None | Some("status") | Some("scale"))
+            if pt == Some(PatchType::Apply) =>
+        {
+            let config = apply_body(&body::read(incoming).await?)?;
+            let config = if sub == Some("scale") { scale_config(r, n, &config)? } else { config };
+            if sub.is_none() && registry.get(r, ns, n).is_err() {
+                // An apply that creates needs the right to create, as upstream's.
+                authz.authorize(user, "create", r, ns, None, None)?;
+            }
+            let force = matches!(q.get("force"), Some("true" | "True" | "1"));
+            let opts = ApplyOptions { manager: &manager, force, write };
+            let guard = |old: Option<&Value>, new: &Value| {
+                escalation::check(authz, user, r, ns, new, old)?;
+                match old {
+                    Some(old) => restriction.admit_update(r, ns, n, sub, old, new),
+                    None => restriction.admit_create(r, ns, new),
+                }
+            };
+            let applied = registry.apply(r, ns, n, sub, config, opts, guard).await?;
+            let code = if applied.created { 201 } else { 200 };
+            let out = if sub == Some("scale") { scale_of(&applied.object) } else { applied.object };
+            Ok(with_warnings(body::json(code, &out), &applied.warnings))
         }
         ("update" | "patch", Some(n), Some("scale")) => {
             let raw = body::read(incoming).await?;
@@ -319,13 +358,13 @@ pub async fn handle(
                     serde_json::from_slice(&raw).map_err(|e| {
                         ApiError::bad_request(format!("the patch is not valid JSON: {e}"))
                     })?,
-                    Some(patch_type(content_type.as_deref())?),
+                    pt,
                 )
             } else {
                 (body::parse(&raw, content_type.as_deref())?, None)
             };
             let (obj, _) = registry
-                .update_with(r, ns, n, None, write, |old| {
+                .update_with_as(r, ns, n, Some("scale"), write, &manager, |old| {
                     let scale = match pt {
                         Some(pt) => patch::apply(pt, &scale_of(old), &body)?,
                         None => body.clone(),
@@ -347,12 +386,12 @@ pub async fn handle(
             Ok(body::json(200, &scale_of(&obj)))
         }
         ("patch", Some(n), None | Some("status")) => {
-            let pt = patch_type(content_type.as_deref())?;
+            let pt = pt.ok_or_else(|| ApiError::internal("a patch without its type"))?;
             let raw = body::read(incoming).await?;
             let patch: Value = serde_json::from_slice(&raw)
                 .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
             let (obj, warnings) = registry
-                .update_with(r, ns, n, sub, write, |old| {
+                .update_with_as(r, ns, n, sub, write, &manager, |old| {
                     let new = patch::apply(pt, old, &patch)?;
                     escalation::check(authz, user, r, ns, &new, Some(old))?;
                     restriction.admit_update(r, ns, n, sub, old, &new)?;
@@ -428,5 +467,74 @@ fn r_is_pods(rr: &ResourceRequest) -> bool {
 
 fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
     let ct = content_type.unwrap_or_default();
+    if ct.split(';').next().unwrap_or_default().trim() == "application/apply-patch+cbor" {
+        // Upstream serves CBOR apply only behind a feature gate; its answer without it.
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
+        ));
+    }
     PatchType::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))
+}
+
+/// Upstream's `ValidatePatchOptions`: an apply names its field manager, only an apply is forced.
+fn validate_patch_options(pt: PatchType, q: &Query) -> Result<(), ApiError> {
+    let mut errs = ErrorList::default();
+    let manager = q.get("fieldManager").unwrap_or_default();
+    if pt == PatchType::Apply && manager.is_empty() {
+        errs.push(FieldError::required(&Path::root("fieldManager"), "is required for apply patch"));
+    }
+    if pt != PatchType::Apply && q.get("force").is_some() {
+        errs.push(FieldError::forbidden(
+            &Path::root("force"),
+            "may not be specified for non-apply patch",
+        ));
+    }
+    if manager.len() > 128 {
+        errs.push(FieldError::too_long(&Path::root("fieldManager"), 128));
+    }
+    if manager.chars().any(char::is_control) {
+        let detail = "is invalid: must be printable characters";
+        errs.push(FieldError::invalid(&Path::root("fieldManager"), manager, detail));
+    }
+    errs.into_result().map_err(|e| ApiError::invalid_object("meta.k8s.io", "PatchOptions", "", &e))
+}
+
+/// An apply body: YAML (JSON is YAML) holding one object, refused in upstream's words.
+fn apply_body(raw: &[u8]) -> Result<Value, ApiError> {
+    let text = std::str::from_utf8(raw)
+        .map_err(|_| ApiError::bad_request("error decoding patch: the body is not UTF-8"))?;
+    let v: Value = serde_yaml_ng::from_str(text)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let kind = match &v {
+        Value::Object(_) => return Ok(v),
+        Value::Null => return Ok(json!({})),
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+    };
+    Err(ApiError::bad_request(format!(
+        "error decoding patch: json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
+    )))
+}
+
+/// An applied `autoscaling/v1` Scale as a configuration of its parent: its name and replicas.
+fn scale_config(r: &ResourceType, name: &str, scale: &Value) -> Result<Value, ApiError> {
+    let (api_version, kind) = (scale["apiVersion"].as_str(), scale["kind"].as_str());
+    if (api_version, kind) != (Some("autoscaling/v1"), Some("Scale")) {
+        let v = api_version.unwrap_or_default();
+        let (group, version) = v.split_once('/').unwrap_or(("", v));
+        return Err(ApiError::bad_request(format!(
+            "invalid object type: {group}/{version}, Kind={}",
+            kind.unwrap_or_default()
+        )));
+    }
+    let mut config =
+        json!({"apiVersion": r.group_version(), "kind": r.kind, "metadata": {"name": name}});
+    if let Some(replicas) = scale["spec"].get("replicas") {
+        config["spec"] = json!({"replicas": replicas});
+    }
+    Ok(config)
 }

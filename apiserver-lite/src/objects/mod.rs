@@ -492,8 +492,8 @@ pub fn prepare_create(
     meta["creationTimestamp"] = json!(now_rfc3339());
     meta["generation"] = json!(1);
     if let Some(m) = meta.as_object_mut() {
-        for gone in ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"]
-        {
+        // managedFields stay: the field manager decides what a creation keeps of them.
+        for gone in ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
             m.remove(gone);
         }
     }

@@ -21,12 +21,38 @@ use serde_json::{Value, json};
 use crate::admission::Admission;
 use crate::errors::ApiError;
 pub use crate::list::{ListAt, ListOptions, ListPage};
+use crate::managedfields::FieldManager;
 use crate::objects::{self, FieldValidation};
 use crate::resources::{self, ResourceType};
 use crate::storage::Store;
 use crate::storage::memory::Mutation;
 pub use delete::{DeleteOptions, DeleteQuery, Propagation};
 pub use watch::{WatchItem, WatchOptions, WatchStart, WatchStream};
+
+mod apply;
+pub use apply::{Applied, ApplyOptions};
+
+/// The field manager of writes made inside the server (bootstrap objects, RBAC reconciliation
+/// and aggregation), as upstream's loopback client names itself.
+pub const INTERNAL_MANAGER: &str = "kube-apiserver";
+
+/// How a write's `managedFields` are kept: recorded as an update by a manager, or already
+/// made by an apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Track<'a> {
+    Update(&'a str),
+    Applied,
+}
+
+/// The field manager of a resource type's endpoint (`None`, `status` or `scale`).
+pub(crate) fn field_manager(r: &ResourceType, sub: Option<&str>) -> FieldManager {
+    FieldManager::new(
+        &r.group_version(),
+        r.kind,
+        sub.unwrap_or_default(),
+        r.has_subresource("status"),
+    )
+}
 
 /// How many names a `generateName` create tries (upstream's retry on a taken name).
 const GENERATE_NAME_ATTEMPTS: usize = 8;
@@ -160,13 +186,36 @@ impl Registry {
         body: Value,
         w: WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
+        self.create_as(r, ns, body, w, INTERNAL_MANAGER).await
+    }
+
+    /// [`create`](Self::create) by a named field manager.
+    pub async fn create_as(
+        &self,
+        r: &ResourceType,
+        ns: Option<&str>,
+        body: Value,
+        w: WriteOptions,
+        manager: &str,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        self.create_tracked(r, ns, body, w, Track::Update(manager)).await
+    }
+
+    pub(crate) async fn create_tracked(
+        &self,
+        r: &ResourceType,
+        ns: Option<&str>,
+        body: Value,
+        w: WriteOptions,
+        track: Track<'_>,
+    ) -> Result<(Value, Vec<String>), ApiError> {
         let meta = &body["metadata"];
         let generated = meta["name"].as_str().unwrap_or_default().is_empty()
             && meta["generateName"].as_str().is_some_and(|p| !p.is_empty());
         let attempts = if generated { GENERATE_NAME_ATTEMPTS } else { 1 };
         let mut last = None;
         for _ in 0..attempts {
-            match self.create_once(r, ns, body.clone(), w).await {
+            match self.create_once(r, ns, body.clone(), w, track).await {
                 Err(e) if e.code == 409 && e.reason == "AlreadyExists" => last = Some(e),
                 other => return other,
             }
@@ -180,6 +229,7 @@ impl Registry {
         ns: Option<&str>,
         body: Value,
         w: WriteOptions,
+        track: Track<'_>,
     ) -> Result<(Value, Vec<String>), ApiError> {
         let WriteOptions { dry_run, validation } = w;
         let mut obj = body;
@@ -188,6 +238,10 @@ impl Registry {
         let (mut obj, unknown) = objects::decode(r, obj)?;
         let warnings = field_warnings(&unknown, validation)?;
         objects::apply_defaults(r, &mut obj)?;
+        if let Track::Update(manager) = track {
+            let fm = field_manager(r, None);
+            fm.update(&fm.empty_object(), &mut obj, manager, true);
+        }
         // Upstream's NamespaceLifecycle admits first: no account is looked up in a namespace
         // that does not exist.
         self.require_namespace(r, ns)?;
@@ -228,7 +282,7 @@ impl Registry {
         body: Value,
         w: WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        self.update_guarded(r, ns, name, sub, body, w, |_, _| Ok(())).await
+        self.update_guarded(r, ns, name, sub, body, w, INTERNAL_MANAGER, |_, _| Ok(())).await
     }
 
     /// [`update`](Self::update), with `guard` deciding on the (current, new) pair first (RBAC's
@@ -242,6 +296,7 @@ impl Registry {
         sub: Option<&str>,
         body: Value,
         w: WriteOptions,
+        manager: &str,
         guard: impl FnOnce(&Value, &Value) -> Result<(), ApiError>,
     ) -> Result<(Value, Vec<String>), ApiError> {
         let mut body = body;
@@ -253,7 +308,7 @@ impl Registry {
                 "the name of the object ({given}) does not match the name on the URL ({name})"
             )));
         }
-        self.update_with(r, ns, name, sub, w, move |old| {
+        self.update_tracked(r, ns, name, sub, w, Track::Update(manager), move |old| {
             guard(old, &body)?;
             Ok(body)
         })
@@ -270,6 +325,43 @@ impl Registry {
         name: &str,
         sub: Option<&str>,
         w: WriteOptions,
+        change: F,
+    ) -> Result<(Value, Vec<String>), ApiError>
+    where
+        F: FnOnce(&Value) -> Result<Value, ApiError>,
+    {
+        self.update_tracked(r, ns, name, sub, w, Track::Update(INTERNAL_MANAGER), change).await
+    }
+
+    /// [`update_with`](Self::update_with) by a named field manager.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn update_with_as<F>(
+        &self,
+        r: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        sub: Option<&str>,
+        w: WriteOptions,
+        manager: &str,
+        change: F,
+    ) -> Result<(Value, Vec<String>), ApiError>
+    where
+        F: FnOnce(&Value) -> Result<Value, ApiError>,
+    {
+        self.update_tracked(r, ns, name, sub, w, Track::Update(manager), change).await
+    }
+
+    /// The read-modify-write every update shares; `track` says how `managedFields` are kept
+    /// (a binding is no tracked write, as upstream's).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn update_tracked<F>(
+        &self,
+        r: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        sub: Option<&str>,
+        w: WriteOptions,
+        track: Track<'_>,
         change: F,
     ) -> Result<(Value, Vec<String>), ApiError>
     where
@@ -296,7 +388,22 @@ impl Registry {
                 }
                 objects::apply_defaults(r, &mut new)?;
                 self.admission.admit_update(r, sub, &mut new)?;
+                let applied_fields = new["metadata"].get("managedFields").cloned();
                 objects::prepare_update(r, sub, &old, &mut new)?;
+                match track {
+                    Track::Update(manager) if sub != Some("binding") => {
+                        field_manager(r, sub).update(&old, &mut new, manager, false);
+                    }
+                    Track::Update(_) => {}
+                    Track::Applied => match applied_fields {
+                        Some(f) => new["metadata"]["managedFields"] = f,
+                        None => {
+                            if let Some(m) = new["metadata"].as_object_mut() {
+                                m.remove("managedFields");
+                            }
+                        }
+                    },
+                }
                 objects::validate_update(r, sub, &old, &new)?;
                 new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
                 if new == old {

@@ -1,0 +1,288 @@
+//! Sets of field paths (structured-merge-diff's `fieldpath.Set`) as a trie: at each level the
+//! elements that are members, and the subsets under elements that have members below them. An
+//! element can be both (a list item that was set, and fields inside it). The wire form is
+//! `FieldsV1`: an object keyed by element spellings, `"."` marking the node itself a member.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use super::path::{BadElement, Path, PathElement};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSet {
+    members: BTreeSet<PathElement>,
+    /// Never holds an empty set.
+    children: BTreeMap<PathElement, FieldSet>,
+}
+
+/// FieldsV1 that does not read as a set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldsError {
+    #[error("FieldsV1 at {path:?} must be a JSON object")]
+    NotObject { path: String },
+    #[error("FieldsV1 at {path:?}: {source}")]
+    Element { path: String, source: BadElement },
+}
+
+impl FieldSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty() && self.children.is_empty()
+    }
+
+    pub fn insert(&mut self, path: &[PathElement]) {
+        match path {
+            [] => {}
+            [last] => {
+                self.members.insert(last.clone());
+            }
+            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
+        }
+    }
+
+    /// Whether `path` is a member.
+    pub fn has(&self, path: &[PathElement]) -> bool {
+        match path {
+            [] => false,
+            [last] => self.members.contains(last),
+            [first, rest @ ..] => self.children.get(first).is_some_and(|c| c.has(rest)),
+        }
+    }
+
+    /// The members below `pe`, relative to it.
+    pub fn with_prefix(&self, pe: &PathElement) -> Option<&FieldSet> {
+        self.children.get(pe)
+    }
+
+    pub fn is_member(&self, pe: &PathElement) -> bool {
+        self.members.contains(pe)
+    }
+
+    /// The elements at this level that are members or have members below them.
+    pub fn elements(&self) -> BTreeSet<&PathElement> {
+        self.members.iter().chain(self.children.keys()).collect()
+    }
+
+    pub fn union(&self, other: &FieldSet) -> FieldSet {
+        let mut out = self.clone();
+        out.members.extend(other.members.iter().cloned());
+        for (pe, c) in &other.children {
+            let merged = match out.children.get(pe) {
+                Some(mine) => mine.union(c),
+                None => c.clone(),
+            };
+            out.children.insert(pe.clone(), merged);
+        }
+        out
+    }
+
+    /// Members of `self` that are not members of `other`.
+    pub fn difference(&self, other: &FieldSet) -> FieldSet {
+        let members = self.members.difference(&other.members).cloned().collect();
+        let children = self
+            .children
+            .iter()
+            .filter_map(|(pe, c)| {
+                let rest = match other.children.get(pe) {
+                    Some(o) => c.difference(o),
+                    None => c.clone(),
+                };
+                (!rest.is_empty()).then(|| (pe.clone(), rest))
+            })
+            .collect();
+        FieldSet { members, children }
+    }
+
+    pub fn intersection(&self, other: &FieldSet) -> FieldSet {
+        let members = self.members.intersection(&other.members).cloned().collect();
+        let children = self
+            .children
+            .iter()
+            .filter_map(|(pe, c)| {
+                let both = c.intersection(other.children.get(pe)?);
+                (!both.is_empty()).then(|| (pe.clone(), both))
+            })
+            .collect();
+        FieldSet { members, children }
+    }
+
+    /// Members of `self` that are neither members of `other` nor below one of its members.
+    pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
+        let members = self.members.difference(&other.members).cloned().collect();
+        let children = self
+            .children
+            .iter()
+            .filter(|(pe, _)| !other.members.contains(*pe))
+            .filter_map(|(pe, c)| {
+                let rest = match other.children.get(pe) {
+                    Some(o) => c.recursive_difference(o),
+                    None => c.clone(),
+                };
+                (!rest.is_empty()).then(|| (pe.clone(), rest))
+            })
+            .collect();
+        FieldSet { members, children }
+    }
+
+    /// The set with every field that leads to a member made a member itself (upstream's
+    /// `EnsureNamedFieldsAreMembers`), so that removing it removes a struct no one holds.
+    pub fn with_named_fields(&self) -> FieldSet {
+        let mut out = FieldSet { members: self.members.clone(), children: BTreeMap::new() };
+        for (pe, c) in &self.children {
+            if pe.field_name().is_some() {
+                out.members.insert(pe.clone());
+            }
+            out.children.insert(pe.clone(), c.with_named_fields());
+        }
+        out
+    }
+
+    /// Every member path, members of a level before the levels below it (upstream's order).
+    pub fn paths(&self) -> Vec<Path> {
+        let mut out = Vec::new();
+        self.collect(&mut Vec::new(), &mut out);
+        out
+    }
+
+    fn collect(&self, prefix: &mut Vec<PathElement>, out: &mut Vec<Path>) {
+        for m in &self.members {
+            let mut p = prefix.clone();
+            p.push(m.clone());
+            out.push(Path(p));
+        }
+        for (pe, c) in &self.children {
+            prefix.push(pe.clone());
+            c.collect(prefix, out);
+            prefix.pop();
+        }
+    }
+
+    /// The FieldsV1 form.
+    pub fn to_fields_v1(&self) -> Value {
+        let mut m = Map::new();
+        for pe in self.elements() {
+            let mut node = match self.children.get(pe) {
+                Some(c) => c.to_fields_v1(),
+                None => Value::Object(Map::new()),
+            };
+            if self.members.contains(pe)
+                && self.children.contains_key(pe)
+                && let Some(o) = node.as_object_mut()
+            {
+                o.insert(".".to_string(), Value::Object(Map::new()));
+            }
+            m.insert(pe.as_str().to_string(), node);
+        }
+        Value::Object(m)
+    }
+
+    /// Reads FieldsV1.
+    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, FieldsError> {
+        Self::read(v, "")
+    }
+
+    fn read(v: &Value, at: &str) -> Result<FieldSet, FieldsError> {
+        let obj = v.as_object().ok_or_else(|| FieldsError::NotObject { path: at.to_string() })?;
+        let mut out = FieldSet::new();
+        for (k, child) in obj {
+            if k == "." {
+                continue;
+            }
+            let here = format!("{at}/{k}");
+            let pe = PathElement::parse(k)
+                .map_err(|source| FieldsError::Element { path: here.clone(), source })?;
+            let inner = child.as_object().ok_or(FieldsError::NotObject { path: here.clone() })?;
+            let sub = Self::read(child, &here)?;
+            if inner.is_empty() || inner.contains_key(".") {
+                out.members.insert(pe.clone());
+            }
+            if !sub.is_empty() {
+                out.children.insert(pe, sub);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn set(v: Value) -> FieldSet {
+        FieldSet::from_fields_v1(&v).unwrap()
+    }
+
+    fn p(names: &[&str]) -> Vec<PathElement> {
+        Path::fields(names).0
+    }
+
+    #[test]
+    fn fields_v1_round_trips_with_dot_for_nodes_that_are_members_and_parents() {
+        let v = json!({
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+                "k:{\"name\":\"nginx\"}": {".": {}, "f:image": {}, "f:name": {}}
+            }}}}
+        });
+        let s = set(v.clone());
+        assert!(s.has(&p(&["spec", "replicas"])));
+        assert!(s.has(&p(&["metadata", "labels"])));
+        assert!(!s.has(&p(&["spec"])), "a parent is no member without its dot");
+        assert_eq!(s.to_fields_v1(), v);
+        assert_eq!(s.paths().len(), 6);
+    }
+
+    #[test]
+    fn bad_fields_v1_names_where() {
+        assert_eq!(
+            FieldSet::from_fields_v1(&json!([])),
+            Err(FieldsError::NotObject { path: String::new() })
+        );
+        assert!(matches!(
+            FieldSet::from_fields_v1(&json!({"f:spec": {"x:y": {}}})),
+            Err(FieldsError::Element { path, .. }) if path == "/f:spec/x:y"
+        ));
+        assert_eq!(
+            FieldSet::from_fields_v1(&json!({"f:spec": 1})),
+            Err(FieldsError::NotObject { path: "/f:spec".into() })
+        );
+    }
+
+    #[test]
+    fn union_difference_and_intersection_work_per_member() {
+        let a = set(json!({"f:spec": {"f:replicas": {}, "f:paused": {}}, "f:data": {"f:a": {}}}));
+        let b = set(json!({"f:spec": {"f:replicas": {}, "f:minReadySeconds": {}}}));
+        assert_eq!(a.union(&b).paths().len(), 4);
+        assert_eq!(
+            a.difference(&b),
+            set(json!({"f:spec": {"f:paused": {}}, "f:data": {"f:a": {}}}))
+        );
+        assert_eq!(a.intersection(&b), set(json!({"f:spec": {"f:replicas": {}}})));
+        assert!(a.difference(&a).is_empty(), "emptied levels are dropped");
+    }
+
+    #[test]
+    fn recursive_difference_drops_what_lies_under_a_member() {
+        let a = set(json!({"f:status": {"f:replicas": {}}, "f:spec": {"f:replicas": {}}}));
+        let status = set(json!({"f:status": {}}));
+        assert_eq!(a.recursive_difference(&status), set(json!({"f:spec": {"f:replicas": {}}})));
+        assert_eq!(a.difference(&status), a, "plain difference keeps the fields below");
+    }
+
+    #[test]
+    fn named_fields_become_members_but_list_items_stay_as_they_are() {
+        let s = set(json!({"f:spec": {"f:containers": {"k:{\"name\":\"a\"}": {"f:image": {}}}}}));
+        let e = s.with_named_fields();
+        assert!(e.has(&p(&["spec"])) && e.has(&p(&["spec", "containers"])));
+        let item = PathElement::key(&[("name", &json!("a"))]);
+        let mut path = p(&["spec", "containers"]);
+        path.push(item);
+        assert!(!e.has(&path));
+    }
+}
