@@ -51,25 +51,28 @@ pub struct FieldManager {
 }
 
 /// What no manager owns (upstream's `stripMeta`).
-fn stripped() -> FieldSet {
-    let mut s = FieldSet::new();
-    for p in [&["apiVersion"][..], &["kind"], &["metadata"]] {
-        s.insert(&Path::fields(p).0);
-    }
-    for f in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "clusterName",
-        "generation",
-        "managedFields",
-        "resourceVersion",
-    ] {
-        s.insert(&Path::fields(&["metadata", f]).0);
-    }
-    s
+fn stripped() -> &'static FieldSet {
+    static STRIPPED: std::sync::OnceLock<FieldSet> = std::sync::OnceLock::new();
+    STRIPPED.get_or_init(|| {
+        let mut s = FieldSet::new();
+        for p in [&["apiVersion"][..], &["kind"], &["metadata"]] {
+            s.insert(&Path::fields(p).0);
+        }
+        for f in [
+            "name",
+            "namespace",
+            "creationTimestamp",
+            "selfLink",
+            "uid",
+            "clusterName",
+            "generation",
+            "managedFields",
+            "resourceVersion",
+        ] {
+            s.insert(&Path::fields(&["metadata", f]).0);
+        }
+        s
+    })
 }
 
 fn without_managed_fields(v: &Value) -> Value {
@@ -210,7 +213,7 @@ impl FieldManager {
 
     fn strip(&self, fields: &mut merge::ManagedFields, id: &str) {
         if let Some(vs) = fields.get_mut(id) {
-            vs.set = vs.set.difference(&stripped());
+            vs.set = vs.set.difference(stripped());
             if vs.set.is_empty() {
                 fields.remove(id);
             }

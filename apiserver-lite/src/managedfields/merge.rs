@@ -37,7 +37,8 @@ fn update_inner(
     ignored: &FieldSet,
 ) -> Result<Comparison, Conflicts> {
     let compare = typed::compare(live, new).without(ignored);
-    let changed = compare.modified.union(&compare.added);
+    let mut changed = compare.modified.clone();
+    changed.extend(&compare.added);
     let mut conflicts = Vec::new();
     for (manager, vs) in managers.iter().filter(|(m, _)| m.as_str() != workflow) {
         for path in vs.set.intersection(&changed).paths() {
@@ -66,12 +67,11 @@ pub fn update(
     ignored: &FieldSet,
 ) {
     let Ok(compare) = update_inner(live, new, managers, manager, true, ignored) else { return };
-    let previous = managers.get(manager).map(|vs| vs.set.clone()).unwrap_or_default();
-    let set = previous
-        .difference(&compare.removed)
-        .union(&compare.modified)
-        .union(&compare.added)
-        .recursive_difference(ignored);
+    let previous = managers.get(manager).map(|vs| &vs.set);
+    let mut set = previous.map(|p| p.difference(&compare.removed)).unwrap_or_default();
+    set.extend(&compare.modified);
+    set.extend(&compare.added);
+    let set = set.recursive_difference(ignored);
     if set.is_empty() {
         managers.remove(manager);
     } else {

@@ -5,12 +5,15 @@
 //! JSON compact), so two elements are equal exactly when their spellings are.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-/// One step of a field path, in its FieldsV1 spelling.
+/// One step of a field path, in its FieldsV1 spelling. Shared, not copied: field sets are
+/// cloned, united and subtracted many times per write, and each copy of an element is then a
+/// reference count.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PathElement(String);
+pub struct PathElement(Arc<str>);
 
 /// What an element names, read back from its spelling.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +31,7 @@ pub struct BadElement(pub String);
 
 impl PathElement {
     pub fn field(name: &str) -> Self {
-        Self(format!("f:{name}"))
+        Self(format!("f:{name}").into())
     }
 
     /// An associative list item by its key fields (sorted here, as upstream sorts them).
@@ -37,15 +40,15 @@ impl PathElement {
         sorted.sort_by(|a, b| a.0.cmp(b.0));
         let parts: Vec<String> =
             sorted.iter().map(|(k, v)| format!("{}:{}", json(&Value::from(*k)), json(v))).collect();
-        Self(format!("k:{{{}}}", parts.join(",")))
+        Self(format!("k:{{{}}}", parts.join(",")).into())
     }
 
     pub fn value(v: &Value) -> Self {
-        Self(format!("v:{}", json(v)))
+        Self(format!("v:{}", json(v)).into())
     }
 
     pub fn index(i: usize) -> Self {
-        Self(format!("i:{i}"))
+        Self(format!("i:{i}").into())
     }
 
     /// Reads a FieldsV1 key.

@@ -69,15 +69,21 @@ impl FieldSet {
 
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (pe, c) in &other.children {
-            let merged = match out.children.get(pe) {
-                Some(mine) => mine.union(c),
-                None => c.clone(),
-            };
-            out.children.insert(pe.clone(), merged);
-        }
+        out.extend(other);
         out
+    }
+
+    /// Adds `other`'s members (the union, in place: nothing of `self` is copied).
+    pub fn extend(&mut self, other: &FieldSet) {
+        self.members.extend(other.members.iter().cloned());
+        for (pe, c) in &other.children {
+            match self.children.get_mut(pe) {
+                Some(mine) => mine.extend(c),
+                None => {
+                    self.children.insert(pe.clone(), c.clone());
+                }
+            }
+        }
     }
 
     /// Members of `self` that are not members of `other`.

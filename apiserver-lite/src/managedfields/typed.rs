@@ -161,7 +161,10 @@ pub struct Comparison {
 
 impl Comparison {
     /// Without what lies at or below the members of `ignored`.
-    pub fn without(&self, ignored: &FieldSet) -> Comparison {
+    pub fn without(self, ignored: &FieldSet) -> Comparison {
+        if ignored.is_empty() {
+            return self;
+        }
         Comparison {
             added: self.added.recursive_difference(ignored),
             modified: self.modified.recursive_difference(ignored),
