@@ -2,7 +2,6 @@
 //! message.
 
 use base64::Engine;
-use k8s_pb::api::apps::v1 as apps;
 use k8s_pb::api::authentication::v1 as authn;
 use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::batch::v1 as batch;
@@ -11,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::meta::{int_or_string, label_selector, object_meta};
 use super::pod::{pod_spec, pod_template};
-use super::{R, done, flag, list, message, nested, number, obj, plain, ptr, string_map, strings};
+use super::{R, done, list, message, nested, number, obj, plain, ptr, string_map, strings};
 use crate::errors::ApiError;
 
 use std::mem::take;
@@ -19,7 +18,10 @@ use std::mem::take;
 /// The object's JSON, by its type.
 pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
     match (api_version, kind) {
-        ("apps/v1", "Deployment") => deployment(message(raw)?),
+        ("apps/v1", "Deployment") => super::apps::deployment(message(raw)?),
+        ("apps/v1", "ReplicaSet") => super::apps::replica_set(message(raw)?),
+        ("apps/v1", "DaemonSet") => super::apps::daemon_set(message(raw)?),
+        ("apps/v1", "ControllerRevision") => super::apps::controller_revision(message(raw)?),
         ("batch/v1", "Job") => job(message(raw)?),
         ("batch/v1", "CronJob") => cron_job(message(raw)?),
         ("v1", "Pod") => {
@@ -68,6 +70,10 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
             Ok(v)
         }
         ("v1", "Service") => service(message(raw)?),
+        ("v1", "ServiceAccount") => super::core::service_account(message(raw)?),
+        ("v1", "Node") => super::core::node(message(raw)?),
+        ("v1", "Event") => super::core::event(message(raw)?),
+        ("v1", "Endpoints") => super::core::endpoints(message(raw)?),
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => access_review(message(raw)?),
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
             let mut r: authz::SelfSubjectRulesReview = message(raw)?;
@@ -94,7 +100,7 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
             415,
             "UnsupportedMediaType",
             format!(
-                "protobuf bodies are decoded for Deployment, Job, CronJob, Namespace, ConfigMap, Secret, Service, Pod, Role, ClusterRole, RoleBinding, ClusterRoleBinding, SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and TokenRequest; send {api_version} {kind} as JSON"
+                "protobuf bodies are decoded for Deployment, ReplicaSet, DaemonSet, ControllerRevision, Job, CronJob, Namespace, ConfigMap, Secret, Service, ServiceAccount, Node, Event, Endpoints, Pod, Role, ClusterRole, RoleBinding, ClusterRoleBinding, SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and TokenRequest; send {api_version} {kind} as JSON"
             ),
         )),
     }
@@ -163,38 +169,6 @@ fn token_request(mut r: authn::TokenRequest) -> R {
     let v = obj([("metadata", object_meta(r.metadata.take())?), ("spec", spec)]);
     r.status = None;
     done(&r, "TokenRequest")?;
-    Ok(v)
-}
-
-fn deployment(mut d: apps::Deployment) -> R {
-    let spec = nested(d.spec.take(), |mut s| {
-        let strategy = nested(s.strategy.take(), |mut st| {
-            let ru = nested(st.rolling_update.take(), |mut r| {
-                Ok(obj([
-                    ("maxUnavailable", int_or_string(r.max_unavailable.take())),
-                    ("maxSurge", int_or_string(r.max_surge.take())),
-                ]))
-            })?;
-            let v = obj([("type", plain(st.r#type.take())), ("rollingUpdate", ru)]);
-            done(&st, "DeploymentStrategy")?;
-            Ok(v)
-        })?;
-        let v = obj([
-            ("replicas", ptr(s.replicas.take())),
-            ("selector", label_selector(s.selector.take())?),
-            ("template", pod_template(s.template.take())?),
-            ("strategy", strategy),
-            ("minReadySeconds", number(s.min_ready_seconds.take())),
-            ("revisionHistoryLimit", ptr(s.revision_history_limit.take())),
-            ("paused", flag(s.paused.take())),
-            ("progressDeadlineSeconds", ptr(s.progress_deadline_seconds.take())),
-        ]);
-        done(&s, "DeploymentSpec")?;
-        Ok(v)
-    })?;
-    let v = obj([("metadata", object_meta(d.metadata.take())?), ("spec", spec)]);
-    d.status = None;
-    done(&d, "Deployment")?;
     Ok(v)
 }
 

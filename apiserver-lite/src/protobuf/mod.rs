@@ -12,9 +12,13 @@
 //! - this file: the envelope, the kinds, the helpers and the leftover check;
 //! - [`meta`]: object metadata, selectors, times, quantities;
 //! - [`pod`]: pod templates, specs, containers, volumes;
-//! - [`kinds`]: the workload and other objects built from them;
+//! - [`apps`]: Deployments, ReplicaSets, DaemonSets, ControllerRevisions;
+//! - [`core`]: the other core/v1 kinds (ServiceAccount, Node, Event, Endpoints);
+//! - [`kinds`]: the dispatch by type, and the batch, config and review kinds;
 //! - [`rbac`]: roles, cluster roles and their bindings.
 
+mod apps;
+mod core;
 mod kinds;
 mod meta;
 mod pod;
@@ -46,7 +50,6 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
     let (api_version, kind) = (tm.api_version.unwrap_or_default(), tm.kind.unwrap_or_default());
     let raw = unknown.raw.unwrap_or_default();
     let mut v = kinds::decode(&api_version, &kind, &raw)?;
-    prune(&mut v);
     v["apiVersion"] = json!(api_version);
     v["kind"] = json!(kind);
     Ok(v)
@@ -55,18 +58,6 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
 /// Decodes `raw` as message `M`.
 fn message<M: Message + Default>(raw: &[u8]) -> R<M> {
     M::decode(raw).map_err(decode_err)
-}
-
-/// Removes nulls (absent fields) from objects, recursively.
-fn prune(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            m.retain(|_, child| !child.is_null());
-            m.values_mut().for_each(prune);
-        }
-        Value::Array(a) => a.iter_mut().for_each(prune),
-        _ => {}
-    }
 }
 
 /// A pointer field: kept whenever present, zero included.
@@ -167,9 +158,16 @@ fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     Some(head)
 }
 
-/// Builds an object from (key, value) pairs (nulls pruned at the end).
+/// Builds an object from (key, value) pairs; a null value is an absent field and is left out.
+/// (Only here: JSON carried verbatim, such as a ControllerRevision's data, keeps its nulls.)
 fn obj<const N: usize>(fields: [(&str, Value); N]) -> Value {
-    Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Map<_, _>>())
+    Value::Object(
+        fields
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<Map<_, _>>(),
+    )
 }
 
 #[cfg(test)]
