@@ -1,15 +1,14 @@
-//! The kinds kubectl's typed clients create with protobuf bodies, each from its `k8s-pb`
-//! message.
+//! Every served kind's protobuf body, by its type (the `match` below is the one place a type
+//! is named), and the batch, core config and Service converters.
 
 use base64::Engine;
-use k8s_pb::api::authentication::v1 as authn;
-use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::batch::v1 as batch;
 use k8s_pb::api::core::v1 as core;
 use serde_json::{Map, Value, json};
 
 use super::meta::{int_or_string, label_selector, object_meta};
 use super::pod::{pod_spec, pod_template};
+use super::reviews;
 use super::{R, done, list, message, nested, number, obj, plain, ptr, string_map, strings};
 use crate::errors::ApiError;
 
@@ -74,33 +73,31 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
         ("v1", "Node") => super::core::node(message(raw)?),
         ("v1", "Event") => super::core::event(message(raw)?),
         ("v1", "Endpoints") => super::core::endpoints(message(raw)?),
-        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => access_review(message(raw)?),
-        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
-            let mut r: authz::SelfSubjectRulesReview = message(raw)?;
-            let spec =
-                nested(r.spec.take(), |mut s| Ok(obj([("namespace", plain(s.namespace.take()))])))?;
-            let v = obj([("metadata", object_meta(r.metadata.take())?), ("spec", spec)]);
-            r.status = None;
-            done(&r, "SelfSubjectRulesReview")?;
-            Ok(v)
+        ("coordination.k8s.io/v1", "Lease") => super::coordination::lease(message(raw)?),
+        ("events.k8s.io/v1", "Event") => super::events::event(message(raw)?),
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
+            reviews::self_subject_access_review(message(raw)?)
         }
-        ("authentication.k8s.io/v1", "TokenRequest") => token_request(message(raw)?),
+        ("authorization.k8s.io/v1", "SubjectAccessReview") => {
+            reviews::subject_access_review(message(raw)?)
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            reviews::self_subject_rules_review(message(raw)?)
+        }
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
+            reviews::self_subject_review(message(raw)?)
+        }
+        ("authentication.k8s.io/v1", "TokenReview") => reviews::token_review(message(raw)?),
+        ("authentication.k8s.io/v1", "TokenRequest") => reviews::token_request(message(raw)?),
         (
             "rbac.authorization.k8s.io/v1",
             kind @ ("Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding"),
         ) => super::rbac::decode(kind, raw),
-        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
-            let mut r: authn::SelfSubjectReview = message(raw)?;
-            let v = obj([("metadata", object_meta(r.metadata.take())?)]);
-            r.status = None;
-            done(&r, "SelfSubjectReview")?;
-            Ok(v)
-        }
         _ => Err(ApiError::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "protobuf bodies are decoded for Deployment, ReplicaSet, DaemonSet, ControllerRevision, Job, CronJob, Namespace, ConfigMap, Secret, Service, ServiceAccount, Node, Event, Endpoints, Pod, Role, ClusterRole, RoleBinding, ClusterRoleBinding, SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and TokenRequest; send {api_version} {kind} as JSON"
+                "protobuf bodies are decoded for the kinds this server serves, and {api_version} {kind} is not one of them"
             ),
         )),
     }
@@ -115,61 +112,6 @@ fn b64_map(m: std::collections::BTreeMap<String, Vec<u8>>) -> Value {
             .map(|(k, v)| (k, json!(base64::engine::general_purpose::STANDARD.encode(v))))
             .collect::<Map<_, _>>(),
     )
-}
-
-fn access_review(mut r: authz::SelfSubjectAccessReview) -> R {
-    let spec = nested(r.spec.take(), |mut spec| {
-        let resource = nested(spec.resource_attributes.take(), |mut a| {
-            let v = obj([
-                ("namespace", plain(a.namespace.take())),
-                ("verb", plain(a.verb.take())),
-                ("group", plain(a.group.take())),
-                ("version", plain(a.version.take())),
-                ("resource", plain(a.resource.take())),
-                ("subresource", plain(a.subresource.take())),
-                ("name", plain(a.name.take())),
-            ]);
-            done(&a, "ResourceAttributes")?;
-            Ok(v)
-        })?;
-        let non_resource = nested(spec.non_resource_attributes.take(), |mut n| {
-            Ok(obj([("path", plain(n.path.take())), ("verb", plain(n.verb.take()))]))
-        })?;
-        let v = obj([("resourceAttributes", resource), ("nonResourceAttributes", non_resource)]);
-        done(&spec, "SelfSubjectAccessReviewSpec")?;
-        Ok(v)
-    })?;
-    let v = obj([("metadata", object_meta(r.metadata.take())?), ("spec", spec)]);
-    r.status = None;
-    done(&r, "SelfSubjectAccessReview")?;
-    Ok(v)
-}
-
-/// `kubectl create token`'s request.
-fn token_request(mut r: authn::TokenRequest) -> R {
-    let spec = nested(r.spec.take(), |mut s| {
-        let bound = nested(s.bound_object_ref.take(), |mut b| {
-            let v = obj([
-                ("kind", plain(b.kind.take())),
-                ("apiVersion", plain(b.api_version.take())),
-                ("name", plain(b.name.take())),
-                ("uid", plain(b.u_id.take())),
-            ]);
-            done(&b, "BoundObjectReference")?;
-            Ok(v)
-        })?;
-        let v = obj([
-            ("audiences", strings(take(&mut s.audiences))),
-            ("expirationSeconds", ptr(s.expiration_seconds.take())),
-            ("boundObjectRef", bound),
-        ]);
-        done(&s, "TokenRequestSpec")?;
-        Ok(v)
-    })?;
-    let v = obj([("metadata", object_meta(r.metadata.take())?), ("spec", spec)]);
-    r.status = None;
-    done(&r, "TokenRequest")?;
-    Ok(v)
 }
 
 /// `batch/v1` `JobSpec`; the failure and success policies are refused (send JSON for those).

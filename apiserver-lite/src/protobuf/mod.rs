@@ -1,7 +1,8 @@
-//! Protobuf request bodies, as kubectl's typed clients send them (`kubectl create deployment`,
-//! `job`, `cronjob`, `namespace`, `configmap`, `secret`, `service`, `auth can-i`): the `k8s\0`
-//! envelope holding a `runtime.Unknown`, decoded with the `k8s-pb` message types and turned
-//! into the JSON the rest of the server works with.
+//! Protobuf request bodies, as kubectl's and client-go's typed clients send them (`kubectl
+//! create deployment`, `serviceaccount`, `token`, `auth can-i`, a kubelet's Node and Lease, an
+//! event recorder's Events), for every kind this server serves: the `k8s\0` envelope holding a
+//! `runtime.Unknown`, decoded with the `k8s-pb` message types and turned into the JSON the rest
+//! of the server works with.
 //!
 //! Presence decides what appears: Go writes every plain field, zero or not, and pointer fields
 //! only when set, so a converter keeps a pointer field whenever it is present ([`ptr`]) and drops
@@ -9,20 +10,25 @@
 //! take each field they read out of the message; what is left must be zero values, or the body
 //! is refused (415, naming the message type) rather than a field silently dropped.
 //!
-//! - this file: the envelope, the kinds, the helpers and the leftover check;
+//! - this file: the envelope, the helpers and the leftover check;
 //! - [`meta`]: object metadata, selectors, times, quantities;
 //! - [`pod`]: pod templates, specs, containers, volumes;
 //! - [`apps`]: Deployments, ReplicaSets, DaemonSets, ControllerRevisions;
 //! - [`core`]: the other core/v1 kinds (ServiceAccount, Node, Event, Endpoints);
-//! - [`kinds`]: the dispatch by type, and the batch, config and review kinds;
+//! - [`kinds`]: the dispatch by type; Jobs, CronJobs, Namespaces, ConfigMaps, Secrets, Services;
+//! - [`coordination`]: Leases; [`events`]: `events.k8s.io` Events;
+//! - [`reviews`]: the access, rules, self-subject and token reviews, and TokenRequest;
 //! - [`rbac`]: roles, cluster roles and their bindings.
 
 mod apps;
+mod coordination;
 mod core;
+mod events;
 mod kinds;
 mod meta;
 mod pod;
 mod rbac;
+mod reviews;
 
 use prost::Message;
 use serde_json::{Map, Value, json};

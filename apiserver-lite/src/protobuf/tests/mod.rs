@@ -14,6 +14,7 @@ use super::*;
 
 mod apps_kinds;
 mod core_kinds;
+mod other_kinds;
 
 /// `raw` in the `k8s\0` envelope, as client-go sends it.
 fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
