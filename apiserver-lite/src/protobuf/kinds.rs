@@ -1,17 +1,15 @@
-//! The kinds kubectl's typed clients create with protobuf bodies, each from its `k8s-pb`
-//! message.
+//! Every served kind's protobuf body, by its type (the `match` below is the one place a type
+//! is named), and the batch, core config and Service converters.
 
 use base64::Engine;
-use k8s_pb::api::apps::v1 as apps;
-use k8s_pb::api::authentication::v1 as authn;
-use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::batch::v1 as batch;
 use k8s_pb::api::core::v1 as core;
 use serde_json::{Map, Value, json};
 
 use super::meta::{int_or_string, label_selector, object_meta};
 use super::pod::{pod_spec, pod_template};
-use super::{R, done, flag, list, message, nested, number, obj, plain, ptr, string_map, strings};
+use super::reviews;
+use super::{R, done, list, message, nested, number, obj, plain, ptr, string_map, strings};
 use crate::errors::ApiError;
 
 use std::mem::take;
@@ -19,7 +17,10 @@ use std::mem::take;
 /// The object's JSON, by its type.
 pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
     match (api_version, kind) {
-        ("apps/v1", "Deployment") => deployment(message(raw)?),
+        ("apps/v1", "Deployment") => super::apps::deployment(message(raw)?),
+        ("apps/v1", "ReplicaSet") => super::apps::replica_set(message(raw)?),
+        ("apps/v1", "DaemonSet") => super::apps::daemon_set(message(raw)?),
+        ("apps/v1", "ControllerRevision") => super::apps::controller_revision(message(raw)?),
         ("batch/v1", "Job") => job(message(raw)?),
         ("batch/v1", "CronJob") => cron_job(message(raw)?),
         ("v1", "Pod") => {
@@ -68,33 +69,35 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
             Ok(v)
         }
         ("v1", "Service") => service(message(raw)?),
-        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => access_review(message(raw)?),
-        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
-            let mut r: authz::SelfSubjectRulesReview = message(raw)?;
-            let spec =
-                nested(r.spec.take(), |mut s| Ok(obj([("namespace", plain(s.namespace.take()))])))?;
-            let v = obj([("metadata", object_meta(r.metadata.take())?), ("spec", spec)]);
-            r.status = None;
-            done(&r, "SelfSubjectRulesReview")?;
-            Ok(v)
+        ("v1", "ServiceAccount") => super::core::service_account(message(raw)?),
+        ("v1", "Node") => super::core::node(message(raw)?),
+        ("v1", "Event") => super::core::event(message(raw)?),
+        ("v1", "Endpoints") => super::core::endpoints(message(raw)?),
+        ("coordination.k8s.io/v1", "Lease") => super::coordination::lease(message(raw)?),
+        ("events.k8s.io/v1", "Event") => super::events::event(message(raw)?),
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
+            reviews::self_subject_access_review(message(raw)?)
         }
-        ("authentication.k8s.io/v1", "TokenRequest") => token_request(message(raw)?),
+        ("authorization.k8s.io/v1", "SubjectAccessReview") => {
+            reviews::subject_access_review(message(raw)?)
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            reviews::self_subject_rules_review(message(raw)?)
+        }
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
+            reviews::self_subject_review(message(raw)?)
+        }
+        ("authentication.k8s.io/v1", "TokenReview") => reviews::token_review(message(raw)?),
+        ("authentication.k8s.io/v1", "TokenRequest") => reviews::token_request(message(raw)?),
         (
             "rbac.authorization.k8s.io/v1",
             kind @ ("Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding"),
         ) => super::rbac::decode(kind, raw),
-        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
-            let mut r: authn::SelfSubjectReview = message(raw)?;
-            let v = obj([("metadata", object_meta(r.metadata.take())?)]);
-            r.status = None;
-            done(&r, "SelfSubjectReview")?;
-            Ok(v)
-        }
         _ => Err(ApiError::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "protobuf bodies are decoded for Deployment, Job, CronJob, Namespace, ConfigMap, Secret, Service, Pod, Role, ClusterRole, RoleBinding, ClusterRoleBinding, SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview and TokenRequest; send {api_version} {kind} as JSON"
+                "protobuf bodies are decoded for the kinds this server serves, and {api_version} {kind} is not one of them"
             ),
         )),
     }
@@ -109,93 +112,6 @@ fn b64_map(m: std::collections::BTreeMap<String, Vec<u8>>) -> Value {
             .map(|(k, v)| (k, json!(base64::engine::general_purpose::STANDARD.encode(v))))
             .collect::<Map<_, _>>(),
     )
-}
-
-fn access_review(mut r: authz::SelfSubjectAccessReview) -> R {
-    let spec = nested(r.spec.take(), |mut spec| {
-        let resource = nested(spec.resource_attributes.take(), |mut a| {
-            let v = obj([
-                ("namespace", plain(a.namespace.take())),
-                ("verb", plain(a.verb.take())),
-                ("group", plain(a.group.take())),
-                ("version", plain(a.version.take())),
-                ("resource", plain(a.resource.take())),
-                ("subresource", plain(a.subresource.take())),
-                ("name", plain(a.name.take())),
-            ]);
-            done(&a, "ResourceAttributes")?;
-            Ok(v)
-        })?;
-        let non_resource = nested(spec.non_resource_attributes.take(), |mut n| {
-            Ok(obj([("path", plain(n.path.take())), ("verb", plain(n.verb.take()))]))
-        })?;
-        let v = obj([("resourceAttributes", resource), ("nonResourceAttributes", non_resource)]);
-        done(&spec, "SelfSubjectAccessReviewSpec")?;
-        Ok(v)
-    })?;
-    let v = obj([("metadata", object_meta(r.metadata.take())?), ("spec", spec)]);
-    r.status = None;
-    done(&r, "SelfSubjectAccessReview")?;
-    Ok(v)
-}
-
-/// `kubectl create token`'s request.
-fn token_request(mut r: authn::TokenRequest) -> R {
-    let spec = nested(r.spec.take(), |mut s| {
-        let bound = nested(s.bound_object_ref.take(), |mut b| {
-            let v = obj([
-                ("kind", plain(b.kind.take())),
-                ("apiVersion", plain(b.api_version.take())),
-                ("name", plain(b.name.take())),
-                ("uid", plain(b.u_id.take())),
-            ]);
-            done(&b, "BoundObjectReference")?;
-            Ok(v)
-        })?;
-        let v = obj([
-            ("audiences", strings(take(&mut s.audiences))),
-            ("expirationSeconds", ptr(s.expiration_seconds.take())),
-            ("boundObjectRef", bound),
-        ]);
-        done(&s, "TokenRequestSpec")?;
-        Ok(v)
-    })?;
-    let v = obj([("metadata", object_meta(r.metadata.take())?), ("spec", spec)]);
-    r.status = None;
-    done(&r, "TokenRequest")?;
-    Ok(v)
-}
-
-fn deployment(mut d: apps::Deployment) -> R {
-    let spec = nested(d.spec.take(), |mut s| {
-        let strategy = nested(s.strategy.take(), |mut st| {
-            let ru = nested(st.rolling_update.take(), |mut r| {
-                Ok(obj([
-                    ("maxUnavailable", int_or_string(r.max_unavailable.take())),
-                    ("maxSurge", int_or_string(r.max_surge.take())),
-                ]))
-            })?;
-            let v = obj([("type", plain(st.r#type.take())), ("rollingUpdate", ru)]);
-            done(&st, "DeploymentStrategy")?;
-            Ok(v)
-        })?;
-        let v = obj([
-            ("replicas", ptr(s.replicas.take())),
-            ("selector", label_selector(s.selector.take())?),
-            ("template", pod_template(s.template.take())?),
-            ("strategy", strategy),
-            ("minReadySeconds", number(s.min_ready_seconds.take())),
-            ("revisionHistoryLimit", ptr(s.revision_history_limit.take())),
-            ("paused", flag(s.paused.take())),
-            ("progressDeadlineSeconds", ptr(s.progress_deadline_seconds.take())),
-        ]);
-        done(&s, "DeploymentSpec")?;
-        Ok(v)
-    })?;
-    let v = obj([("metadata", object_meta(d.metadata.take())?), ("spec", spec)]);
-    d.status = None;
-    done(&d, "Deployment")?;
-    Ok(v)
 }
 
 /// `batch/v1` `JobSpec`; the failure and success policies are refused (send JSON for those).

@@ -60,6 +60,20 @@ pub(super) fn time(t: Option<meta::Time>) -> Value {
     }
 }
 
+/// A `metav1.MicroTime`: RFC 3339 with microseconds, as Go writes it; the zero time is absent.
+pub(super) fn micro_time(t: Option<meta::MicroTime>) -> Value {
+    let Some(t) = t else { return Value::Null };
+    let (secs, nanos) = (t.seconds.unwrap_or(0), t.nanos.unwrap_or(0));
+    if secs == 0 && nanos == 0 {
+        return Value::Null;
+    }
+    // Go truncates to the microsecond.
+    match jiff::Timestamp::new(secs, nanos - nanos % 1000) {
+        Ok(ts) => json!(ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()),
+        Err(_) => Value::Null,
+    }
+}
+
 /// `metav1.LabelSelector`, when present.
 pub(super) fn label_selector(s: Option<meta::LabelSelector>) -> R {
     nested(s, |mut s| {

@@ -1,7 +1,8 @@
-//! Protobuf request bodies, as kubectl's typed clients send them (`kubectl create deployment`,
-//! `job`, `cronjob`, `namespace`, `configmap`, `secret`, `service`, `auth can-i`): the `k8s\0`
-//! envelope holding a `runtime.Unknown`, decoded with the `k8s-pb` message types and turned
-//! into the JSON the rest of the server works with.
+//! Protobuf request bodies, as kubectl's and client-go's typed clients send them (`kubectl
+//! create deployment`, `serviceaccount`, `token`, `auth can-i`, a kubelet's Node and Lease, an
+//! event recorder's Events), for every kind this server serves: the `k8s\0` envelope holding a
+//! `runtime.Unknown`, decoded with the `k8s-pb` message types and turned into the JSON the rest
+//! of the server works with.
 //!
 //! Presence decides what appears: Go writes every plain field, zero or not, and pointer fields
 //! only when set, so a converter keeps a pointer field whenever it is present ([`ptr`]) and drops
@@ -9,16 +10,25 @@
 //! take each field they read out of the message; what is left must be zero values, or the body
 //! is refused (415, naming the message type) rather than a field silently dropped.
 //!
-//! - this file: the envelope, the kinds, the helpers and the leftover check;
+//! - this file: the envelope, the helpers and the leftover check;
 //! - [`meta`]: object metadata, selectors, times, quantities;
 //! - [`pod`]: pod templates, specs, containers, volumes;
-//! - [`kinds`]: the workload and other objects built from them;
+//! - [`apps`]: Deployments, ReplicaSets, DaemonSets, ControllerRevisions;
+//! - [`core`]: the other core/v1 kinds (ServiceAccount, Node, Event, Endpoints);
+//! - [`kinds`]: the dispatch by type; Jobs, CronJobs, Namespaces, ConfigMaps, Secrets, Services;
+//! - [`coordination`]: Leases; [`events`]: `events.k8s.io` Events;
+//! - [`reviews`]: the access, rules, self-subject and token reviews, and TokenRequest;
 //! - [`rbac`]: roles, cluster roles and their bindings.
 
+mod apps;
+mod coordination;
+mod core;
+mod events;
 mod kinds;
 mod meta;
 mod pod;
 mod rbac;
+mod reviews;
 
 use prost::Message;
 use serde_json::{Map, Value, json};
@@ -46,7 +56,6 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
     let (api_version, kind) = (tm.api_version.unwrap_or_default(), tm.kind.unwrap_or_default());
     let raw = unknown.raw.unwrap_or_default();
     let mut v = kinds::decode(&api_version, &kind, &raw)?;
-    prune(&mut v);
     v["apiVersion"] = json!(api_version);
     v["kind"] = json!(kind);
     Ok(v)
@@ -55,18 +64,6 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
 /// Decodes `raw` as message `M`.
 fn message<M: Message + Default>(raw: &[u8]) -> R<M> {
     M::decode(raw).map_err(decode_err)
-}
-
-/// Removes nulls (absent fields) from objects, recursively.
-fn prune(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            m.retain(|_, child| !child.is_null());
-            m.values_mut().for_each(prune);
-        }
-        Value::Array(a) => a.iter_mut().for_each(prune),
-        _ => {}
-    }
 }
 
 /// A pointer field: kept whenever present, zero included.
@@ -167,9 +164,16 @@ fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     Some(head)
 }
 
-/// Builds an object from (key, value) pairs (nulls pruned at the end).
+/// Builds an object from (key, value) pairs; a null value is an absent field and is left out.
+/// (Only here: JSON carried verbatim, such as a ControllerRevision's data, keeps its nulls.)
 fn obj<const N: usize>(fields: [(&str, Value); N]) -> Value {
-    Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Map<_, _>>())
+    Value::Object(
+        fields
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<Map<_, _>>(),
+    )
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ pub(super) fn pod_spec(mut s: core::PodSpec) -> R {
     Ok(v)
 }
 
-fn local_reference(mut r: core::LocalObjectReference) -> R {
+pub(super) fn local_reference(mut r: core::LocalObjectReference) -> R {
     let v = obj([("name", plain(r.name.take()))]);
     done(&r, "LocalObjectReference")?;
     Ok(v)
