@@ -48,144 +48,182 @@ macro_rules! review {
     };
 }
 
-/// Every served resource type.
+pub const NAMESPACES: ResourceType = rt!(
+    "",
+    "v1",
+    "namespaces",
+    "namespace",
+    "Namespace",
+    false,
+    ["ns"],
+    [],
+    ["status", "finalize"]
+);
+pub const PODS: ResourceType = rt!(
+    "",
+    "v1",
+    "pods",
+    "pod",
+    "Pod",
+    true,
+    ["po"],
+    ["all"],
+    ["status", "binding", "log", "exec", "attach", "portforward"]
+);
+pub const NODES: ResourceType =
+    rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], ["status"]);
+pub const EVENTS: ResourceType = rt!("", "v1", "events", "event", "Event", true, ["ev"], [], []);
+pub const SERVICES: ResourceType =
+    rt!("", "v1", "services", "service", "Service", true, ["svc"], ["all"], ["status"]);
+pub const ENDPOINTS: ResourceType =
+    rt!("", "v1", "endpoints", "endpoints", "Endpoints", true, ["ep"], [], []);
+pub const CONFIG_MAPS: ResourceType =
+    rt!("", "v1", "configmaps", "configmap", "ConfigMap", true, ["cm"], [], []);
+pub const SECRETS: ResourceType = rt!("", "v1", "secrets", "secret", "Secret", true, [], [], []);
+pub const SERVICE_ACCOUNTS: ResourceType = rt!(
+    "",
+    "v1",
+    "serviceaccounts",
+    "serviceaccount",
+    "ServiceAccount",
+    true,
+    ["sa"],
+    [],
+    ["token"]
+);
+pub const DEPLOYMENTS: ResourceType = rt!(
+    "apps",
+    "v1",
+    "deployments",
+    "deployment",
+    "Deployment",
+    true,
+    ["deploy"],
+    ["all"],
+    ["status", "scale"]
+);
+pub const REPLICA_SETS: ResourceType = rt!(
+    "apps",
+    "v1",
+    "replicasets",
+    "replicaset",
+    "ReplicaSet",
+    true,
+    ["rs"],
+    ["all"],
+    ["status", "scale"]
+);
+pub const DAEMON_SETS: ResourceType =
+    rt!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, ["ds"], ["all"], ["status"]);
+pub const CONTROLLER_REVISIONS: ResourceType = rt!(
+    "apps",
+    "v1",
+    "controllerrevisions",
+    "controllerrevision",
+    "ControllerRevision",
+    true,
+    [],
+    [],
+    []
+);
+pub const JOBS: ResourceType =
+    rt!("batch", "v1", "jobs", "job", "Job", true, [], ["all"], ["status"]);
+pub const CRON_JOBS: ResourceType =
+    rt!("batch", "v1", "cronjobs", "cronjob", "CronJob", true, ["cj"], ["all"], ["status"]);
+pub const LEASES: ResourceType =
+    rt!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, [], [], []);
+pub const EVENTS_V1: ResourceType =
+    rt!("events.k8s.io", "v1", "events", "event", "Event", true, ["ev"], [], []);
+pub const ROLES: ResourceType =
+    rt!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true, [], [], []);
+pub const ROLE_BINDINGS: ResourceType = rt!(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "rolebindings",
+    "rolebinding",
+    "RoleBinding",
+    true,
+    [],
+    [],
+    []
+);
+pub const CLUSTER_ROLES: ResourceType = rt!(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "clusterroles",
+    "clusterrole",
+    "ClusterRole",
+    false,
+    [],
+    [],
+    []
+);
+pub const CLUSTER_ROLE_BINDINGS: ResourceType = rt!(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "clusterrolebindings",
+    "clusterrolebinding",
+    "ClusterRoleBinding",
+    false,
+    [],
+    [],
+    []
+);
+pub const SELF_SUBJECT_ACCESS_REVIEWS: ResourceType = review!(
+    "authorization.k8s.io",
+    "selfsubjectaccessreviews",
+    "selfsubjectaccessreview",
+    "SelfSubjectAccessReview"
+);
+pub const SUBJECT_ACCESS_REVIEWS: ResourceType = review!(
+    "authorization.k8s.io",
+    "subjectaccessreviews",
+    "subjectaccessreview",
+    "SubjectAccessReview"
+);
+pub const SELF_SUBJECT_RULES_REVIEWS: ResourceType = review!(
+    "authorization.k8s.io",
+    "selfsubjectrulesreviews",
+    "selfsubjectrulesreview",
+    "SelfSubjectRulesReview"
+);
+pub const TOKEN_REVIEWS: ResourceType =
+    review!("authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview");
+pub const SELF_SUBJECT_REVIEWS: ResourceType = review!(
+    "authentication.k8s.io",
+    "selfsubjectreviews",
+    "selfsubjectreview",
+    "SelfSubjectReview"
+);
+
+/// Every served resource type, in discovery order.
 pub const RESOURCES: &[ResourceType] = &[
-    rt!(
-        "",
-        "v1",
-        "namespaces",
-        "namespace",
-        "Namespace",
-        false,
-        ["ns"],
-        [],
-        ["status", "finalize"]
-    ),
-    rt!(
-        "",
-        "v1",
-        "pods",
-        "pod",
-        "Pod",
-        true,
-        ["po"],
-        ["all"],
-        ["status", "binding", "log", "exec", "attach", "portforward"]
-    ),
-    rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], ["status"]),
-    rt!("", "v1", "events", "event", "Event", true, ["ev"], [], []),
-    rt!("", "v1", "services", "service", "Service", true, ["svc"], ["all"], ["status"]),
-    rt!("", "v1", "endpoints", "endpoints", "Endpoints", true, ["ep"], [], []),
-    rt!("", "v1", "configmaps", "configmap", "ConfigMap", true, ["cm"], [], []),
-    rt!("", "v1", "secrets", "secret", "Secret", true, [], [], []),
-    rt!(
-        "",
-        "v1",
-        "serviceaccounts",
-        "serviceaccount",
-        "ServiceAccount",
-        true,
-        ["sa"],
-        [],
-        ["token"]
-    ),
-    rt!(
-        "apps",
-        "v1",
-        "deployments",
-        "deployment",
-        "Deployment",
-        true,
-        ["deploy"],
-        ["all"],
-        ["status", "scale"]
-    ),
-    rt!(
-        "apps",
-        "v1",
-        "replicasets",
-        "replicaset",
-        "ReplicaSet",
-        true,
-        ["rs"],
-        ["all"],
-        ["status", "scale"]
-    ),
-    rt!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, ["ds"], ["all"], ["status"]),
-    rt!(
-        "apps",
-        "v1",
-        "controllerrevisions",
-        "controllerrevision",
-        "ControllerRevision",
-        true,
-        [],
-        [],
-        []
-    ),
-    rt!("batch", "v1", "jobs", "job", "Job", true, [], ["all"], ["status"]),
-    rt!("batch", "v1", "cronjobs", "cronjob", "CronJob", true, ["cj"], ["all"], ["status"]),
-    rt!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, [], [], []),
-    rt!("events.k8s.io", "v1", "events", "event", "Event", true, ["ev"], [], []),
-    rt!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true, [], [], []),
-    rt!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "rolebindings",
-        "rolebinding",
-        "RoleBinding",
-        true,
-        [],
-        [],
-        []
-    ),
-    rt!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterroles",
-        "clusterrole",
-        "ClusterRole",
-        false,
-        [],
-        [],
-        []
-    ),
-    rt!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "clusterrolebinding",
-        "ClusterRoleBinding",
-        false,
-        [],
-        [],
-        []
-    ),
-    review!(
-        "authorization.k8s.io",
-        "selfsubjectaccessreviews",
-        "selfsubjectaccessreview",
-        "SelfSubjectAccessReview"
-    ),
-    review!(
-        "authorization.k8s.io",
-        "subjectaccessreviews",
-        "subjectaccessreview",
-        "SubjectAccessReview"
-    ),
-    review!(
-        "authorization.k8s.io",
-        "selfsubjectrulesreviews",
-        "selfsubjectrulesreview",
-        "SelfSubjectRulesReview"
-    ),
-    review!("authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview"),
-    review!(
-        "authentication.k8s.io",
-        "selfsubjectreviews",
-        "selfsubjectreview",
-        "SelfSubjectReview"
-    ),
+    NAMESPACES,
+    PODS,
+    NODES,
+    EVENTS,
+    SERVICES,
+    ENDPOINTS,
+    CONFIG_MAPS,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    DEPLOYMENTS,
+    REPLICA_SETS,
+    DAEMON_SETS,
+    CONTROLLER_REVISIONS,
+    JOBS,
+    CRON_JOBS,
+    LEASES,
+    EVENTS_V1,
+    ROLES,
+    ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CLUSTER_ROLE_BINDINGS,
+    SELF_SUBJECT_ACCESS_REVIEWS,
+    SUBJECT_ACCESS_REVIEWS,
+    SELF_SUBJECT_RULES_REVIEWS,
+    TOKEN_REVIEWS,
+    SELF_SUBJECT_REVIEWS,
 ];
 
 impl ResourceType {

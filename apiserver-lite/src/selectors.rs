@@ -227,7 +227,6 @@ pub fn labels(obj: &Value) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::find;
 
     fn l(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -257,7 +256,7 @@ mod tests {
 
     #[test]
     fn field_selectors_know_their_fields() {
-        let pods = find("", "v1", "pods").unwrap();
+        let pods = &crate::resources::PODS;
         let pod = serde_json::json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
         assert!(FieldSelector::parse("spec.nodeName=n1", pods).unwrap().matches(&pod));
         assert!(
@@ -266,20 +265,20 @@ mod tests {
                 .matches(&serde_json::json!({"status": {"phase": "Pending"}}))
         );
         assert!(!FieldSelector::parse("metadata.name!=p", pods).unwrap().matches(&pod));
-        let nodes = find("", "v1", "nodes").unwrap();
+        let nodes = &crate::resources::NODES;
         let schedulable = FieldSelector::parse("spec.unschedulable=false", nodes).unwrap();
         assert!(schedulable.matches(&serde_json::json!({"spec": {}})), "a missing bool is false");
-        let jobs = find("batch", "v1", "jobs").unwrap();
+        let jobs = &crate::resources::JOBS;
         let done = FieldSelector::parse("status.successful=1", jobs).unwrap();
         assert!(done.matches(&serde_json::json!({"status": {"succeeded": 1}})));
         assert!(!done.matches(&serde_json::json!({"status": {}})));
-        let events = find("", "v1", "events").unwrap();
+        let events = &crate::resources::EVENTS;
         let by =
             FieldSelector::parse("source=kubelet,involvedObject.kind=Pod,type!=Normal", events)
                 .unwrap();
         let e = serde_json::json!({"source": {"component": "kubelet"}, "involvedObject": {"kind": "Pod"}, "type": "Warning"});
         assert!(by.matches(&e));
-        let v1 = find("events.k8s.io", "v1", "events").unwrap();
+        let v1 = &crate::resources::EVENTS_V1;
         let by = FieldSelector::parse("involvedObject.name=web,reason=Started", v1).unwrap();
         assert!(
             by.matches(&serde_json::json!({"regarding": {"name": "web"}, "reason": "Started"}))

@@ -307,8 +307,7 @@ pub async fn handle(
         ("create", Some(n), Some("binding")) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
             let binding = Binding::parse(&body)?;
-            let pods = resources::find("", "v1", "pods")
-                .ok_or_else(|| ApiError::internal("no pods resource"))?;
+            let pods = &resources::PODS;
             let now = objects::now_rfc3339();
             let (bound, _) = registry
                 .update_with(pods, ns, n, Some("binding"), write, |old| {

@@ -284,7 +284,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::resources::find;
 
     fn now() -> jiff::Timestamp {
         "2024-01-01T00:00:00Z".parse().unwrap()
@@ -300,7 +299,7 @@ mod tests {
 
     #[test]
     fn propagation_picks_the_gc_finalizer_and_marks_or_removes() {
-        let d = find("apps", "v1", "deployments").unwrap();
+        let d = &crate::resources::DEPLOYMENTS;
         assert!(matches!(
             decide(d, deploy(), &with(Propagation::Background), now()),
             Outcome::Remove(_)
@@ -349,7 +348,7 @@ mod tests {
 
     #[test]
     fn batch_v1_jobs_orphan_their_pods_by_default() {
-        let jobs = find("batch", "v1", "jobs").unwrap();
+        let jobs = &crate::resources::JOBS;
         let Outcome::Mark(o) = decide(jobs, deploy(), &DeleteOptions::default(), now()) else {
             panic!()
         };
@@ -358,7 +357,7 @@ mod tests {
             decide(jobs, deploy(), &with(Propagation::Background), now()),
             Outcome::Remove(_)
         ));
-        let cronjobs = find("batch", "v1", "cronjobs").unwrap();
+        let cronjobs = &crate::resources::CRON_JOBS;
         assert!(matches!(
             decide(cronjobs, deploy(), &DeleteOptions::default(), now()),
             Outcome::Remove(_)
@@ -367,7 +366,7 @@ mod tests {
 
     #[test]
     fn pods_on_a_node_wait_their_grace_period_which_may_only_shorten() {
-        let pods = find("", "v1", "pods").unwrap();
+        let pods = &crate::resources::PODS;
         let pod = json!({"metadata": {"name": "p", "generation": 1}, "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 30}, "status": {"phase": "Running"}});
         let Outcome::Mark(marked) = decide(pods, pod.clone(), &DeleteOptions::default(), now())
         else {

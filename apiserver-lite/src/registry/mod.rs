@@ -116,8 +116,7 @@ impl Registry {
 
     /// Creates the initial namespaces that are missing.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
-        let ns = resources::find("", "v1", "namespaces")
-            .ok_or_else(|| ApiError::internal("no namespaces resource"))?;
+        let ns = &resources::NAMESPACES;
         for name in INITIAL_NAMESPACES {
             if self.store.get(&ns.key(None, name)).is_none() {
                 let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
@@ -135,8 +134,7 @@ impl Registry {
 
     fn require_namespace(&self, r: &ResourceType, ns: Option<&str>) -> Result<(), ApiError> {
         let Some(ns) = ns.filter(|_| r.namespaced) else { return Ok(()) };
-        let nsr = resources::find("", "v1", "namespaces")
-            .ok_or_else(|| ApiError::internal("no namespaces resource"))?;
+        let nsr = &resources::NAMESPACES;
         let stored =
             self.store.get(&nsr.key(None, ns)).ok_or_else(|| ApiError::namespace_not_found(ns))?;
         let obj = parse(&stored.value)?;
@@ -155,7 +153,7 @@ impl Registry {
         if !wants || svc["spec"]["clusterIP"].as_str().is_some_and(|ip| !ip.is_empty()) {
             return;
         }
-        let Some(services) = resources::find("", "v1", "services") else { return };
+        let services = &resources::SERVICES;
         let (existing, _) = self.store.list(&services.prefix(None));
         let used: std::collections::HashSet<String> = existing
             .iter()
