@@ -1,5 +1,8 @@
 //! The resource types this server serves: group, version, names, kind, scope, verbs and
-//! subresources, as discovery reports them and as requests are routed to them.
+//! subresources, as discovery reports them and as requests are routed to them; each a constant
+//! ([`PODS`], [`DEPLOYMENTS`], …), [`RESOURCES`] the table of them.
+
+use crate::request::Verb;
 
 /// One resource type (a group, version and plural name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,19 +17,75 @@ pub struct ResourceType {
     pub short_names: &'static [&'static str],
     pub categories: &'static [&'static str],
     /// Subresources this server implements, e.g. `status`, `scale`, `binding`.
-    pub subresources: &'static [&'static str],
+    pub subresources: &'static [Subresource],
     /// What may be done to it: every verb for stored types, `create` alone for the reviews
     /// (answered, never stored; see [`crate::reviews`]).
-    pub verbs: &'static [&'static str],
+    pub verbs: &'static [Verb],
 }
 
-const VERBS: [&str; 8] =
-    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+/// A subresource this server serves for some resource type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Status,
+    Scale,
+    Binding,
+    Log,
+    Exec,
+    Attach,
+    PortForward,
+    Finalize,
+    Token,
+}
+
+impl Subresource {
+    const ALL: [Subresource; 9] = [
+        Subresource::Status,
+        Subresource::Scale,
+        Subresource::Binding,
+        Subresource::Log,
+        Subresource::Exec,
+        Subresource::Attach,
+        Subresource::PortForward,
+        Subresource::Finalize,
+        Subresource::Token,
+    ];
+
+    /// Its path segment: `status`, `portforward`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Binding => "binding",
+            Subresource::Log => "log",
+            Subresource::Exec => "exec",
+            Subresource::Attach => "attach",
+            Subresource::PortForward => "portforward",
+            Subresource::Finalize => "finalize",
+            Subresource::Token => "token",
+        }
+    }
+
+    /// The subresource a path segment names, if this server has it.
+    pub fn parse(s: &str) -> Option<Subresource> {
+        Self::ALL.into_iter().find(|sub| sub.as_str() == s)
+    }
+}
+
+const VERBS: [Verb; 8] = [
+    Verb::Create,
+    Verb::Delete,
+    Verb::DeleteCollection,
+    Verb::Get,
+    Verb::List,
+    Verb::Patch,
+    Verb::Update,
+    Verb::Watch,
+];
 
 macro_rules! rt {
-    ($g:literal, $v:literal, $name:literal, $singular:literal, $kind:literal, $ns:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:literal),*]) => {
+    ($g:literal, $v:literal, $name:literal, $singular:literal, $kind:literal, $ns:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:ident),*]) => {
         ResourceType { group: $g, version: $v, name: $name, singular: $singular, kind: $kind, namespaced: $ns,
-            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$($sub),*], verbs: &VERBS }
+            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$(Subresource::$sub),*], verbs: &VERBS }
     };
 }
 
@@ -43,22 +102,13 @@ macro_rules! review {
             short_names: &[],
             categories: &[],
             subresources: &[],
-            verbs: &["create"],
+            verbs: &[Verb::Create],
         }
     };
 }
 
-pub const NAMESPACES: ResourceType = rt!(
-    "",
-    "v1",
-    "namespaces",
-    "namespace",
-    "Namespace",
-    false,
-    ["ns"],
-    [],
-    ["status", "finalize"]
-);
+pub const NAMESPACES: ResourceType =
+    rt!("", "v1", "namespaces", "namespace", "Namespace", false, ["ns"], [], [Status, Finalize]);
 pub const PODS: ResourceType = rt!(
     "",
     "v1",
@@ -68,29 +118,19 @@ pub const PODS: ResourceType = rt!(
     true,
     ["po"],
     ["all"],
-    ["status", "binding", "log", "exec", "attach", "portforward"]
+    [Status, Binding, Log, Exec, Attach, PortForward]
 );
-pub const NODES: ResourceType =
-    rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], ["status"]);
+pub const NODES: ResourceType = rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], [Status]);
 pub const EVENTS: ResourceType = rt!("", "v1", "events", "event", "Event", true, ["ev"], [], []);
 pub const SERVICES: ResourceType =
-    rt!("", "v1", "services", "service", "Service", true, ["svc"], ["all"], ["status"]);
+    rt!("", "v1", "services", "service", "Service", true, ["svc"], ["all"], [Status]);
 pub const ENDPOINTS: ResourceType =
     rt!("", "v1", "endpoints", "endpoints", "Endpoints", true, ["ep"], [], []);
 pub const CONFIG_MAPS: ResourceType =
     rt!("", "v1", "configmaps", "configmap", "ConfigMap", true, ["cm"], [], []);
 pub const SECRETS: ResourceType = rt!("", "v1", "secrets", "secret", "Secret", true, [], [], []);
-pub const SERVICE_ACCOUNTS: ResourceType = rt!(
-    "",
-    "v1",
-    "serviceaccounts",
-    "serviceaccount",
-    "ServiceAccount",
-    true,
-    ["sa"],
-    [],
-    ["token"]
-);
+pub const SERVICE_ACCOUNTS: ResourceType =
+    rt!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, ["sa"], [], [Token]);
 pub const DEPLOYMENTS: ResourceType = rt!(
     "apps",
     "v1",
@@ -100,7 +140,7 @@ pub const DEPLOYMENTS: ResourceType = rt!(
     true,
     ["deploy"],
     ["all"],
-    ["status", "scale"]
+    [Status, Scale]
 );
 pub const REPLICA_SETS: ResourceType = rt!(
     "apps",
@@ -111,10 +151,10 @@ pub const REPLICA_SETS: ResourceType = rt!(
     true,
     ["rs"],
     ["all"],
-    ["status", "scale"]
+    [Status, Scale]
 );
 pub const DAEMON_SETS: ResourceType =
-    rt!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, ["ds"], ["all"], ["status"]);
+    rt!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, ["ds"], ["all"], [Status]);
 pub const CONTROLLER_REVISIONS: ResourceType = rt!(
     "apps",
     "v1",
@@ -127,9 +167,9 @@ pub const CONTROLLER_REVISIONS: ResourceType = rt!(
     []
 );
 pub const JOBS: ResourceType =
-    rt!("batch", "v1", "jobs", "job", "Job", true, [], ["all"], ["status"]);
+    rt!("batch", "v1", "jobs", "job", "Job", true, [], ["all"], [Status]);
 pub const CRON_JOBS: ResourceType =
-    rt!("batch", "v1", "cronjobs", "cronjob", "CronJob", true, ["cj"], ["all"], ["status"]);
+    rt!("batch", "v1", "cronjobs", "cronjob", "CronJob", true, ["cj"], ["all"], [Status]);
 pub const LEASES: ResourceType =
     rt!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, [], [], []);
 pub const EVENTS_V1: ResourceType =
@@ -227,13 +267,14 @@ pub const RESOURCES: &[ResourceType] = &[
 ];
 
 impl ResourceType {
-    pub fn verbs(&self) -> &'static [&'static str] {
-        self.verbs
+    /// Its verbs as discovery lists them.
+    pub fn verb_names(&self) -> Vec<&'static str> {
+        self.verbs.iter().map(|v| v.as_str()).collect()
     }
 
     /// Whether objects of this type are kept in the store (the reviews are not).
     pub fn is_stored(&self) -> bool {
-        self.verbs.contains(&"get")
+        self.verbs.contains(&Verb::Get)
     }
 
     /// `v1` or `apps/v1`.
@@ -259,7 +300,7 @@ impl ResourceType {
         }
     }
 
-    pub fn has_subresource(&self, sub: &str) -> bool {
+    pub fn has_subresource(&self, sub: Subresource) -> bool {
         self.subresources.contains(&sub)
     }
 

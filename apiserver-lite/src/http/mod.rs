@@ -24,6 +24,7 @@ use crate::discovery;
 use crate::errors::ApiError;
 use crate::registry::Registry;
 use crate::request::{self, Query, Route};
+use crate::resources::Subresource;
 use crate::serviceaccount::{self, openid};
 use body::Body;
 
@@ -139,7 +140,7 @@ fn audit_info(
         Some(Route::Resource(rr)) => {
             let watch = Query::parse(req.uri().query()).flag("watch");
             let verb = request::Verb::of(req.method(), rr.name.is_some(), watch);
-            let sub = rr.subresource.clone().unwrap_or_default();
+            let sub = rr.subresource.map(Subresource::as_str).unwrap_or_default().to_string();
             let long = verb == Some(request::Verb::Watch)
                 || matches!(sub.as_str(), "exec" | "attach" | "portforward" | "log" | "proxy");
             let object = audit::ObjectRef {

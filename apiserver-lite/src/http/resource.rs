@@ -26,7 +26,7 @@ use crate::registry::{
     WriteOptions,
 };
 use crate::request::{Query, ResourceRequest, Verb};
-use crate::resources::{self, ResourceType};
+use crate::resources::{self, ResourceType, Subresource};
 use crate::reviews;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::table::{self, IncludeObject};
@@ -127,40 +127,42 @@ pub async fn handle(
     rr: ResourceRequest,
     q: Query,
 ) -> Result<Response<Body>, ApiError> {
-    if r_is_pods(&rr) {
+    // Routing serves these subresources for pods only.
+    {
         let ns = rr.namespace.as_deref();
-        match (req.method(), rr.name.as_deref(), rr.subresource.as_deref()) {
-            (&Method::GET, Some(n), Some("log")) => {
+        match (req.method(), rr.name.as_deref(), rr.subresource) {
+            (&Method::GET, Some(n), Some(Subresource::Log)) => {
                 let raw = req.uri().query().map(str::to_string);
                 return super::proxy::logs(state, user, ns, n, raw.as_deref(), q.get("container"))
                     .await;
             }
-            (&Method::GET | &Method::POST, Some(n), Some(sub @ ("exec" | "attach"))) => {
+            (
+                &Method::GET | &Method::POST,
+                Some(n),
+                Some(sub @ (Subresource::Exec | Subresource::Attach)),
+            ) => {
                 let kind = match sub {
-                    "exec" => RemoteCommand::Exec,
+                    Subresource::Exec => RemoteCommand::Exec,
                     _ => RemoteCommand::Attach,
                 };
                 let container = q.get("container").map(str::to_string);
                 let c = container.as_deref();
                 return super::proxy::remote_command(kind, state, user, ns, n, req, c).await;
             }
-            (&Method::GET | &Method::POST, Some(n), Some("portforward")) => {
+            (&Method::GET | &Method::POST, Some(n), Some(Subresource::PortForward)) => {
                 return super::portforward::port_forward(state, user, ns, n, req).await;
             }
             _ => {}
         }
     }
-    if rr.resource.group.is_empty()
-        && rr.resource.name == "serviceaccounts"
-        && rr.subresource.as_deref() == Some("token")
-    {
+    if rr.subresource == Some(Subresource::Token) {
         return super::token::create(state, user, req, &rr, &q).await;
     }
     let (parts, incoming) = req.into_parts();
     let r: &'static ResourceType = rr.resource;
     let ns = rr.namespace.as_deref();
     let name = rr.name.as_deref();
-    let sub = rr.subresource.as_deref();
+    let sub = rr.subresource;
     let accept =
         parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let content_type =
@@ -178,13 +180,12 @@ pub async fn handle(
         ),
     };
     let verb = Verb::of(&parts.method, name.is_some(), q.flag("watch"))
-        .ok_or_else(ApiError::method_not_allowed)?
-        .as_str();
-    if !r.verbs().contains(&verb) || (!r.is_stored() && name.is_some()) {
+        .ok_or_else(ApiError::method_not_allowed)?;
+    if !r.verbs.contains(&verb) || (!r.is_stored() && name.is_some()) {
         return Err(ApiError::method_not_allowed());
     }
     let pt = match verb {
-        "patch" => Some(patch_type(content_type.as_deref())?),
+        Verb::Patch => Some(patch_type(content_type.as_deref())?),
         _ => None,
     };
     if let Some(pt) = pt {
@@ -193,7 +194,7 @@ pub async fn handle(
     let authz = &state.authz;
     if !r.is_stored() {
         // A review: the answer is computed, not stored.
-        authz.authorize(user, verb, r, ns, None, None)?;
+        authz.authorize(user, verb.as_str(), r, ns, None, None)?;
         let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
         let (answer, warnings) =
             reviews::answer(&state.auth, authz, user, r, body, write.validation)?;
@@ -202,17 +203,17 @@ pub async fn handle(
     // Lists and watches by their field selector (it may name the object), creations once
     // the body is read (below), others by name.
     match (verb, name) {
-        ("list" | "watch", None) => {
+        (Verb::List | Verb::Watch, None) => {
             let selector = q.get("fieldSelector").unwrap_or_default();
-            authz.authorize_list(user, verb, r, ns, selector)?;
+            authz.authorize_list(user, verb.as_str(), r, ns, selector)?;
         }
-        ("create", None) => {}
-        _ => authz.authorize(user, verb, r, ns, name, sub)?,
+        (Verb::Create, None) => {}
+        _ => authz.authorize(user, verb.as_str(), r, ns, name, sub.map(Subresource::as_str))?,
     }
     let restriction = NodeRestriction::new(&state.registry, user);
 
     match (verb, name, sub) {
-        ("watch", None, None) => {
+        (Verb::Watch, None, None) => {
             let start = if q.flag("sendInitialEvents") {
                 WatchStart::InitialEvents
             } else {
@@ -242,7 +243,7 @@ pub async fn handle(
             let store = registry.store.clone();
             Ok(watch::respond(r, stream, fmt, move || store.revision()))
         }
-        ("list", None, None) => {
+        (Verb::List, None, None) => {
             let page = registry.list(r, ns, &list_options(r, &q)?)?;
             let mut meta = json!({"resourceVersion": page.revision.to_string()});
             if let Some(c) = &page.continue_token {
@@ -278,7 +279,7 @@ pub async fn handle(
             out.extend_from_slice(b"]}");
             Ok(body::bytes_response(200, "application/json", out))
         }
-        ("get", Some(n), None | Some("status")) => {
+        (Verb::Get, Some(n), None | Some(Subresource::Status)) => {
             let obj = registry.get(r, ns, n)?;
             if table::wants_table(&accept) {
                 let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
@@ -295,30 +296,32 @@ pub async fn handle(
             }
             Ok(body::json(200, &obj))
         }
-        ("get", Some(n), Some("scale")) => Ok(body::json(200, &scale_of(&registry.get(r, ns, n)?))),
-        ("create", None, None) => {
+        (Verb::Get, Some(n), Some(Subresource::Scale)) => {
+            Ok(body::json(200, &scale_of(&registry.get(r, ns, n)?)))
+        }
+        (Verb::Create, None, None) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
-            authz.authorize(user, verb, r, ns, None, None)?;
+            authz.authorize(user, verb.as_str(), r, ns, None, None)?;
             escalation::check(authz, user, r, ns, &body, None)?;
             restriction.admit_create(r, ns, &body)?;
             let (obj, warnings) = registry.create_as(r, ns, body, write, &manager).await?;
             Ok(with_warnings(body::json(201, &obj), &warnings))
         }
-        ("create", Some(n), Some("binding")) => {
+        (Verb::Create, Some(n), Some(Subresource::Binding)) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
             let binding = Binding::parse(&body)?;
             let pods = &resources::PODS;
             let now = objects::now_rfc3339();
             let (bound, _) = registry
-                .update_with(pods, ns, n, Some("binding"), write, |old| {
+                .update_with(pods, ns, n, Some(Subresource::Binding.as_str()), write, |old| {
                     binding.assign(pods, old, &now)
                 })
                 .await?;
             Ok(body::json(201, &success(pods, n, &bound["metadata"]["uid"])))
         }
-        ("update", Some(n), None | Some("status") | Some("finalize")) => {
+        (Verb::Update, Some(n), None | Some(Subresource::Status | Subresource::Finalize)) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
-            let sub = sub.filter(|s| *s == "status");
+            let sub = sub.filter(|s| *s == Subresource::Status).map(Subresource::as_str);
             let guard = |old: &Value, new: &Value| {
                 escalation::check(authz, user, r, ns, new, Some(old))?;
                 restriction.admit_update(r, ns, n, sub, old, new)
@@ -327,14 +330,16 @@ pub async fn handle(
                 registry.update_guarded(r, ns, n, sub, body, write, &manager, guard).await?;
             Ok(with_warnings(body::json(200, &obj), &warnings))
         }
-        ("patch", Some(n), None | Some("status") | Some("scale"))
+        (Verb::Patch, Some(n), None | Some(Subresource::Status | Subresource::Scale))
             if pt == Some(PatchType::Apply) =>
         {
             let config = apply_body(&body::read(incoming).await?)?;
-            let config = if sub == Some("scale") { scale_config(r, n, &config)? } else { config };
+            let scale = sub == Some(Subresource::Scale);
+            let config = if scale { scale_config(r, n, &config)? } else { config };
+            let sub = sub.map(Subresource::as_str);
             if sub.is_none() && registry.get(r, ns, n).is_err() {
                 // An apply that creates needs the right to create, as upstream's.
-                authz.authorize(user, "create", r, ns, None, None)?;
+                authz.authorize(user, Verb::Create.as_str(), r, ns, None, None)?;
             }
             let force = matches!(q.get("force"), Some("true" | "True" | "1"));
             let opts = ApplyOptions { manager: &manager, force, write };
@@ -347,12 +352,12 @@ pub async fn handle(
             };
             let applied = registry.apply(r, ns, n, sub, config, opts, guard).await?;
             let code = if applied.created { 201 } else { 200 };
-            let out = if sub == Some("scale") { scale_of(&applied.object) } else { applied.object };
+            let out = if scale { scale_of(&applied.object) } else { applied.object };
             Ok(with_warnings(body::json(code, &out), &applied.warnings))
         }
-        ("update" | "patch", Some(n), Some("scale")) => {
+        (Verb::Update | Verb::Patch, Some(n), Some(Subresource::Scale)) => {
             let raw = body::read(incoming).await?;
-            let (body, pt) = if verb == "patch" {
+            let (body, pt) = if verb == Verb::Patch {
                 (
                     serde_json::from_slice(&raw).map_err(|e| {
                         ApiError::bad_request(format!("the patch is not valid JSON: {e}"))
@@ -363,29 +368,38 @@ pub async fn handle(
                 (body::parse(&raw, content_type.as_deref())?, None)
             };
             let (obj, _) = registry
-                .update_with_as(r, ns, n, Some("scale"), write, &manager, |old| {
-                    let scale = match pt {
-                        Some(pt) => patch::apply(pt, &scale_of(old), &body)?,
-                        None => body.clone(),
-                    };
-                    let replicas = scale["spec"]["replicas"]
-                        .as_i64()
-                        .ok_or_else(|| ApiError::bad_request("scale spec.replicas is required"))?;
-                    if replicas < 0 {
-                        let mut errs = ErrorList::default();
-                        let path = Path::root("spec").child("replicas");
-                        errs.push(FieldError::invalid(&path, replicas, NEGATIVE_MSG));
-                        return Err(ApiError::invalid_scale(n, &errs));
-                    }
-                    let mut new = old.clone();
-                    new["spec"]["replicas"] = json!(replicas);
-                    Ok(new)
-                })
+                .update_with_as(
+                    r,
+                    ns,
+                    n,
+                    Some(Subresource::Scale.as_str()),
+                    write,
+                    &manager,
+                    |old| {
+                        let scale = match pt {
+                            Some(pt) => patch::apply(pt, &scale_of(old), &body)?,
+                            None => body.clone(),
+                        };
+                        let replicas = scale["spec"]["replicas"].as_i64().ok_or_else(|| {
+                            ApiError::bad_request("scale spec.replicas is required")
+                        })?;
+                        if replicas < 0 {
+                            let mut errs = ErrorList::default();
+                            let path = Path::root("spec").child("replicas");
+                            errs.push(FieldError::invalid(&path, replicas, NEGATIVE_MSG));
+                            return Err(ApiError::invalid_scale(n, &errs));
+                        }
+                        let mut new = old.clone();
+                        new["spec"]["replicas"] = json!(replicas);
+                        Ok(new)
+                    },
+                )
                 .await?;
             Ok(body::json(200, &scale_of(&obj)))
         }
-        ("patch", Some(n), None | Some("status")) => {
+        (Verb::Patch, Some(n), None | Some(Subresource::Status)) => {
             let pt = pt.ok_or_else(|| ApiError::internal("a patch without its type"))?;
+            let sub = sub.map(Subresource::as_str);
             let raw = body::read(incoming).await?;
             let patch: Value = serde_json::from_slice(&raw)
                 .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
@@ -399,7 +413,7 @@ pub async fn handle(
                 .await?;
             Ok(with_warnings(body::json(200, &obj), &warnings))
         }
-        ("delete", Some(n), None) => {
+        (Verb::Delete, Some(n), None) => {
             restriction.admit_delete(r, ns, n)?;
             let opts = delete_options(incoming, content_type.as_deref(), &q).await?;
             let deleted = registry.delete(r, ns, n, &opts, write.dry_run).await?;
@@ -413,7 +427,7 @@ pub async fn handle(
             };
             Ok(with_warnings(resp, &deleted.warnings))
         }
-        ("deletecollection", None, None) => {
+        (Verb::DeleteCollection, None, None) => {
             let opts = delete_options(incoming, content_type.as_deref(), &q).await?;
             let page = registry.list(r, ns, &list_options(r, &q)?)?;
             let mut warnings = Vec::new();
@@ -458,10 +472,6 @@ async fn delete_options(
         orphan_dependents: orphan,
     };
     DeleteOptions::parse(body, query)
-}
-
-fn r_is_pods(rr: &ResourceRequest) -> bool {
-    rr.resource.group.is_empty() && rr.resource.name == "pods"
 }
 
 fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {

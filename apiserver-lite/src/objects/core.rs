@@ -47,9 +47,9 @@ pub(super) fn prepare_pod_create(obj: &mut Value) -> Result<(), ApiError> {
 /// Upstream's `ValidatePodUpdate`: the pod's own rules, and a spec that may change only in
 /// container images, `activeDeadlineSeconds`, added tolerations and
 /// `terminationGracePeriodSeconds` (and `nodeName` once, by a binding).
-pub(super) fn validate_pod_update(sub: Option<&str>, old: &Pod, new: &Pod) -> ErrorList {
+pub(super) fn validate_pod_update(status: bool, old: &Pod, new: &Pod) -> ErrorList {
     let mut errs = api::validation::validate_pod(new).err().unwrap_or_default();
-    if sub == Some("status") {
+    if status {
         return errs;
     }
     let strip = |spec: &Option<PodSpec>| {

@@ -34,7 +34,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::errors::ApiError;
-use crate::resources::ResourceType;
+use crate::resources::{ResourceType, Subresource};
 
 pub use batch::time_zone;
 
@@ -367,7 +367,7 @@ pub fn validate(r: &ResourceType, obj: &Value) -> Result<(), ApiError> {
 /// `status` subresource, the status rules.
 pub fn validate_update(
     r: &ResourceType,
-    sub: Option<&str>,
+    sub: Option<Subresource>,
     old: &Value,
     new: &Value,
 ) -> Result<(), ApiError> {
@@ -381,9 +381,9 @@ pub fn validate_update(
             &mut errs,
         );
     }
-    let status = sub == Some("status");
+    let status = sub == Some(Subresource::Status);
     errs.extend(match (rules(r), status) {
-        (Rules::Pod, _) => core::validate_pod_update(sub, &typed(old)?, &typed(new)?),
+        (Rules::Pod, _) => core::validate_pod_update(status, &typed(old)?, &typed(new)?),
         (Rules::Deployment, false) => apps::validate_deployment(&typed(new)?, Some(&typed(old)?)),
         (Rules::Deployment, true) => apps::validate_deployment_status(&typed(new)?, &typed(old)?),
         (Rules::ReplicaSet, false) => apps::validate_replica_set(&typed(new)?, Some(&typed(old)?)),
@@ -503,7 +503,7 @@ pub fn prepare_create(
 /// What an update keeps from the stored object, and whether it bumps the generation.
 pub fn prepare_update(
     r: &ResourceType,
-    subresource: Option<&str>,
+    subresource: Option<Subresource>,
     old: &Value,
     new: &mut Value,
 ) -> Result<(), ApiError> {
@@ -524,9 +524,9 @@ pub fn prepare_update(
             new["metadata"][immutable] = old["metadata"][immutable].clone();
         }
     }
-    let has_status = r.has_subresource("status");
+    let has_status = r.has_subresource(Subresource::Status);
     match subresource {
-        Some("status") => {
+        Some(Subresource::Status) => {
             // A status update changes only the status.
             let status = new["status"].take();
             *new = old.clone();
@@ -534,7 +534,7 @@ pub fn prepare_update(
         }
         // A binding sets spec.nodeName and the PodScheduled condition together; its own rule
         // (`binding::Binding::assign`) decides both.
-        Some("binding") => {}
+        Some(Subresource::Binding) => {}
         _ if has_status => new["status"] = old["status"].clone(),
         _ => {}
     }

@@ -58,7 +58,8 @@ fn updates_keep_identity_separate_status_and_bump_generation_on_spec_changes() {
     );
     assert_eq!(new["status"]["replicas"], 1, "the main resource cannot write status");
     let mut status_only = json!({"spec": {"replicas": 5}, "status": {"replicas": 2}});
-    prepare_update(deploy, Some("status"), &old, &mut status_only).unwrap();
+    prepare_update(deploy, Some(crate::resources::Subresource::Status), &old, &mut status_only)
+        .unwrap();
     assert_eq!(
         (status_only["spec"]["replicas"].as_i64(), status_only["status"]["replicas"].as_i64()),
         (Some(1), Some(2))

@@ -23,7 +23,7 @@ use crate::errors::ApiError;
 pub use crate::list::{ListAt, ListOptions, ListPage};
 use crate::managedfields::FieldManager;
 use crate::objects::{self, FieldValidation};
-use crate::resources::{self, ResourceType};
+use crate::resources::{self, ResourceType, Subresource};
 use crate::storage::Store;
 use crate::storage::memory::Mutation;
 pub use delete::{DeleteOptions, DeleteQuery, Propagation};
@@ -50,7 +50,7 @@ pub(crate) fn field_manager(r: &ResourceType, sub: Option<&str>) -> FieldManager
         &r.group_version(),
         r.kind,
         sub.unwrap_or_default(),
-        r.has_subresource("status"),
+        r.has_subresource(Subresource::Status),
     )
 }
 
@@ -366,6 +366,12 @@ impl Registry {
         F: FnOnce(&Value) -> Result<Value, ApiError>,
     {
         let WriteOptions { dry_run, validation } = w;
+        let subresource = sub
+            .map(|s| {
+                Subresource::parse(s)
+                    .ok_or_else(|| ApiError::internal(format!("no subresource {s:?}")))
+            })
+            .transpose()?;
         let key = r.key(ns, name);
         let mut result = None;
         let mut warnings = Vec::new();
@@ -387,9 +393,9 @@ impl Registry {
                 objects::apply_defaults(r, &mut new)?;
                 self.admission.admit_update(r, sub, &mut new)?;
                 let applied_fields = new["metadata"].get("managedFields").cloned();
-                objects::prepare_update(r, sub, &old, &mut new)?;
+                objects::prepare_update(r, subresource, &old, &mut new)?;
                 match track {
-                    Track::Update(manager) if sub != Some("binding") => {
+                    Track::Update(manager) if subresource != Some(Subresource::Binding) => {
                         field_manager(r, sub).update(&old, &mut new, manager, false);
                     }
                     Track::Update(_) => {}
@@ -402,7 +408,7 @@ impl Registry {
                         }
                     },
                 }
-                objects::validate_update(r, sub, &old, &new)?;
+                objects::validate_update(r, subresource, &old, &new)?;
                 new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
                 if new == old {
                     result = Some(old);
