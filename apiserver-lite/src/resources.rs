@@ -2,10 +2,11 @@
 //! subresources, as discovery reports them and as requests are routed to them; each a constant
 //! ([`PODS`], [`DEPLOYMENTS`], …), [`RESOURCES`] the table of them.
 
+use crate::kinds::{self, Strategy};
 use crate::request::Verb;
 
 /// One resource type (a group, version and plural name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct ResourceType {
     pub group: &'static str,
     pub version: &'static str,
@@ -21,7 +22,18 @@ pub struct ResourceType {
     /// What may be done to it: every verb for stored types, `create` alone for the reviews
     /// (answered, never stored; see [`crate::reviews`]).
     pub verbs: &'static [Verb],
+    /// How objects of this type behave: its kind's strategy.
+    pub strategy: &'static Strategy,
 }
+
+/// Resource types are the same when they are served at the same group, version and name.
+impl PartialEq for ResourceType {
+    fn eq(&self, other: &Self) -> bool {
+        (self.group, self.version, self.name) == (other.group, other.version, other.name)
+    }
+}
+
+impl Eq for ResourceType {}
 
 /// A subresource this server serves for some resource type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,15 +95,15 @@ const VERBS: [Verb; 8] = [
 ];
 
 macro_rules! rt {
-    ($g:literal, $v:literal, $name:literal, $singular:literal, $kind:literal, $ns:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:ident),*]) => {
+    ($g:literal, $v:literal, $name:literal, $singular:literal, $kind:literal, $ns:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:ident),*], $strategy:expr) => {
         ResourceType { group: $g, version: $v, name: $name, singular: $singular, kind: $kind, namespaced: $ns,
-            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$(Subresource::$sub),*], verbs: &VERBS }
+            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$(Subresource::$sub),*], verbs: &VERBS, strategy: $strategy }
     };
 }
 
 /// A review type: created to get an answer, never stored.
 macro_rules! review {
-    ($g:literal, $name:literal, $singular:literal, $kind:literal) => {
+    ($g:literal, $name:literal, $singular:literal, $kind:literal, $strategy:expr) => {
         ResourceType {
             group: $g,
             version: "v1",
@@ -103,12 +115,23 @@ macro_rules! review {
             categories: &[],
             subresources: &[],
             verbs: &[Verb::Create],
+            strategy: $strategy,
         }
     };
 }
 
-pub const NAMESPACES: ResourceType =
-    rt!("", "v1", "namespaces", "namespace", "Namespace", false, ["ns"], [], [Status, Finalize]);
+pub const NAMESPACES: ResourceType = rt!(
+    "",
+    "v1",
+    "namespaces",
+    "namespace",
+    "Namespace",
+    false,
+    ["ns"],
+    [],
+    [Status, Finalize],
+    &kinds::namespace::STRATEGY
+);
 pub const PODS: ResourceType = rt!(
     "",
     "v1",
@@ -118,19 +141,63 @@ pub const PODS: ResourceType = rt!(
     true,
     ["po"],
     ["all"],
-    [Status, Binding, Log, Exec, Attach, PortForward]
+    [Status, Binding, Log, Exec, Attach, PortForward],
+    &kinds::pod::STRATEGY
 );
-pub const NODES: ResourceType = rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], [Status]);
-pub const EVENTS: ResourceType = rt!("", "v1", "events", "event", "Event", true, ["ev"], [], []);
-pub const SERVICES: ResourceType =
-    rt!("", "v1", "services", "service", "Service", true, ["svc"], ["all"], [Status]);
-pub const ENDPOINTS: ResourceType =
-    rt!("", "v1", "endpoints", "endpoints", "Endpoints", true, ["ep"], [], []);
-pub const CONFIG_MAPS: ResourceType =
-    rt!("", "v1", "configmaps", "configmap", "ConfigMap", true, ["cm"], [], []);
-pub const SECRETS: ResourceType = rt!("", "v1", "secrets", "secret", "Secret", true, [], [], []);
-pub const SERVICE_ACCOUNTS: ResourceType =
-    rt!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, ["sa"], [], [Token]);
+pub const NODES: ResourceType =
+    rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], [Status], &kinds::node::STRATEGY);
+pub const EVENTS: ResourceType =
+    rt!("", "v1", "events", "event", "Event", true, ["ev"], [], [], &kinds::event::STRATEGY);
+pub const SERVICES: ResourceType = rt!(
+    "",
+    "v1",
+    "services",
+    "service",
+    "Service",
+    true,
+    ["svc"],
+    ["all"],
+    [Status],
+    &kinds::service::STRATEGY
+);
+pub const ENDPOINTS: ResourceType = rt!(
+    "",
+    "v1",
+    "endpoints",
+    "endpoints",
+    "Endpoints",
+    true,
+    ["ep"],
+    [],
+    [],
+    &kinds::endpoints::STRATEGY
+);
+pub const CONFIG_MAPS: ResourceType = rt!(
+    "",
+    "v1",
+    "configmaps",
+    "configmap",
+    "ConfigMap",
+    true,
+    ["cm"],
+    [],
+    [],
+    &kinds::config_map::STRATEGY
+);
+pub const SECRETS: ResourceType =
+    rt!("", "v1", "secrets", "secret", "Secret", true, [], [], [], &kinds::secret::STRATEGY);
+pub const SERVICE_ACCOUNTS: ResourceType = rt!(
+    "",
+    "v1",
+    "serviceaccounts",
+    "serviceaccount",
+    "ServiceAccount",
+    true,
+    ["sa"],
+    [],
+    [Token],
+    &kinds::service_account::STRATEGY
+);
 pub const DEPLOYMENTS: ResourceType = rt!(
     "apps",
     "v1",
@@ -140,7 +207,8 @@ pub const DEPLOYMENTS: ResourceType = rt!(
     true,
     ["deploy"],
     ["all"],
-    [Status, Scale]
+    [Status, Scale],
+    &kinds::deployment::STRATEGY
 );
 pub const REPLICA_SETS: ResourceType = rt!(
     "apps",
@@ -151,10 +219,21 @@ pub const REPLICA_SETS: ResourceType = rt!(
     true,
     ["rs"],
     ["all"],
-    [Status, Scale]
+    [Status, Scale],
+    &kinds::replica_set::STRATEGY
 );
-pub const DAEMON_SETS: ResourceType =
-    rt!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, ["ds"], ["all"], [Status]);
+pub const DAEMON_SETS: ResourceType = rt!(
+    "apps",
+    "v1",
+    "daemonsets",
+    "daemonset",
+    "DaemonSet",
+    true,
+    ["ds"],
+    ["all"],
+    [Status],
+    &kinds::daemon_set::STRATEGY
+);
 pub const CONTROLLER_REVISIONS: ResourceType = rt!(
     "apps",
     "v1",
@@ -164,18 +243,59 @@ pub const CONTROLLER_REVISIONS: ResourceType = rt!(
     true,
     [],
     [],
-    []
+    [],
+    &kinds::controller_revision::STRATEGY
 );
 pub const JOBS: ResourceType =
-    rt!("batch", "v1", "jobs", "job", "Job", true, [], ["all"], [Status]);
-pub const CRON_JOBS: ResourceType =
-    rt!("batch", "v1", "cronjobs", "cronjob", "CronJob", true, ["cj"], ["all"], [Status]);
-pub const LEASES: ResourceType =
-    rt!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, [], [], []);
-pub const EVENTS_V1: ResourceType =
-    rt!("events.k8s.io", "v1", "events", "event", "Event", true, ["ev"], [], []);
-pub const ROLES: ResourceType =
-    rt!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true, [], [], []);
+    rt!("batch", "v1", "jobs", "job", "Job", true, [], ["all"], [Status], &kinds::job::STRATEGY);
+pub const CRON_JOBS: ResourceType = rt!(
+    "batch",
+    "v1",
+    "cronjobs",
+    "cronjob",
+    "CronJob",
+    true,
+    ["cj"],
+    ["all"],
+    [Status],
+    &kinds::cron_job::STRATEGY
+);
+pub const LEASES: ResourceType = rt!(
+    "coordination.k8s.io",
+    "v1",
+    "leases",
+    "lease",
+    "Lease",
+    true,
+    [],
+    [],
+    [],
+    &kinds::lease::STRATEGY
+);
+pub const EVENTS_V1: ResourceType = rt!(
+    "events.k8s.io",
+    "v1",
+    "events",
+    "event",
+    "Event",
+    true,
+    ["ev"],
+    [],
+    [],
+    &kinds::event::STRATEGY_V1
+);
+pub const ROLES: ResourceType = rt!(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "roles",
+    "role",
+    "Role",
+    true,
+    [],
+    [],
+    [],
+    &kinds::role::STRATEGY
+);
 pub const ROLE_BINDINGS: ResourceType = rt!(
     "rbac.authorization.k8s.io",
     "v1",
@@ -185,7 +305,8 @@ pub const ROLE_BINDINGS: ResourceType = rt!(
     true,
     [],
     [],
-    []
+    [],
+    &kinds::role_binding::STRATEGY
 );
 pub const CLUSTER_ROLES: ResourceType = rt!(
     "rbac.authorization.k8s.io",
@@ -196,7 +317,8 @@ pub const CLUSTER_ROLES: ResourceType = rt!(
     false,
     [],
     [],
-    []
+    [],
+    &kinds::cluster_role::STRATEGY
 );
 pub const CLUSTER_ROLE_BINDINGS: ResourceType = rt!(
     "rbac.authorization.k8s.io",
@@ -207,33 +329,43 @@ pub const CLUSTER_ROLE_BINDINGS: ResourceType = rt!(
     false,
     [],
     [],
-    []
+    [],
+    &kinds::cluster_role_binding::STRATEGY
 );
 pub const SELF_SUBJECT_ACCESS_REVIEWS: ResourceType = review!(
     "authorization.k8s.io",
     "selfsubjectaccessreviews",
     "selfsubjectaccessreview",
-    "SelfSubjectAccessReview"
+    "SelfSubjectAccessReview",
+    &kinds::review::SELF_SUBJECT_ACCESS_REVIEW
 );
 pub const SUBJECT_ACCESS_REVIEWS: ResourceType = review!(
     "authorization.k8s.io",
     "subjectaccessreviews",
     "subjectaccessreview",
-    "SubjectAccessReview"
+    "SubjectAccessReview",
+    &kinds::review::SUBJECT_ACCESS_REVIEW
 );
 pub const SELF_SUBJECT_RULES_REVIEWS: ResourceType = review!(
     "authorization.k8s.io",
     "selfsubjectrulesreviews",
     "selfsubjectrulesreview",
-    "SelfSubjectRulesReview"
+    "SelfSubjectRulesReview",
+    &kinds::review::SELF_SUBJECT_RULES_REVIEW
 );
-pub const TOKEN_REVIEWS: ResourceType =
-    review!("authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview");
+pub const TOKEN_REVIEWS: ResourceType = review!(
+    "authentication.k8s.io",
+    "tokenreviews",
+    "tokenreview",
+    "TokenReview",
+    &kinds::review::TOKEN_REVIEW
+);
 pub const SELF_SUBJECT_REVIEWS: ResourceType = review!(
     "authentication.k8s.io",
     "selfsubjectreviews",
     "selfsubjectreview",
-    "SelfSubjectReview"
+    "SelfSubjectReview",
+    &kinds::review::SELF_SUBJECT_REVIEW
 );
 
 /// Every served resource type, in discovery order.

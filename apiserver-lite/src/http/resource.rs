@@ -2,7 +2,6 @@
 //! deletecollection, and the `status`, `scale` and `binding` subresources; `log` and `exec` go to
 //! [`proxy`](super::proxy), `serviceaccounts/token` to [`token`](super::token).
 
-use api::validation::selector::Selector;
 use api::validation::{ErrorList, FieldError, NEGATIVE_MSG, Path};
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue, USER_AGENT};
@@ -104,19 +103,9 @@ fn success(r: &ResourceType, name: &str, uid: &Value) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
-/// The `autoscaling/v1` `Scale` of a Deployment or ReplicaSet: its replicas, and its selector in
-/// text form.
-fn scale_of(obj: &Value) -> Value {
-    let m = &obj["metadata"];
-    let typed = serde_json::from_value(obj["spec"]["selector"].clone()).ok();
-    let selector =
-        Selector::from_label_selector(typed.as_ref()).map(|s| s.text()).unwrap_or_default();
-    json!({
-        "kind": "Scale", "apiVersion": "autoscaling/v1",
-        "metadata": {"name": m["name"], "namespace": m["namespace"], "uid": m["uid"], "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]},
-        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(0)},
-        "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector},
-    })
+/// The `scale` subresource of `r` (routing serves it only for kinds that have one).
+fn scale(r: &ResourceType) -> Result<crate::kinds::scale::Scale, ApiError> {
+    r.strategy.scale.ok_or_else(ApiError::method_not_allowed)
 }
 
 /// Serves one resource request for an authenticated user.
@@ -297,7 +286,7 @@ pub async fn handle(
             Ok(body::json(200, &obj))
         }
         (Verb::Get, Some(n), Some(Subresource::Scale)) => {
-            Ok(body::json(200, &scale_of(&registry.get(r, ns, n)?)))
+            Ok(body::json(200, &(scale(r)?.of)(&registry.get(r, ns, n)?)))
         }
         (Verb::Create, None, None) => {
             let body = body::parse(&body::read(incoming).await?, content_type.as_deref())?;
@@ -334,8 +323,8 @@ pub async fn handle(
             if pt == Some(PatchType::Apply) =>
         {
             let config = apply_body(&body::read(incoming).await?)?;
-            let scale = sub == Some(Subresource::Scale);
-            let config = if scale { scale_config(r, n, &config)? } else { config };
+            let is_scale = sub == Some(Subresource::Scale);
+            let config = if is_scale { scale_config(r, n, &config)? } else { config };
             let sub = sub.map(Subresource::as_str);
             if sub.is_none() && registry.get(r, ns, n).is_err() {
                 // An apply that creates needs the right to create, as upstream's.
@@ -352,10 +341,11 @@ pub async fn handle(
             };
             let applied = registry.apply(r, ns, n, sub, config, opts, guard).await?;
             let code = if applied.created { 201 } else { 200 };
-            let out = if scale { scale_of(&applied.object) } else { applied.object };
+            let out = if is_scale { (scale(r)?.of)(&applied.object) } else { applied.object };
             Ok(with_warnings(body::json(code, &out), &applied.warnings))
         }
         (Verb::Update | Verb::Patch, Some(n), Some(Subresource::Scale)) => {
+            let scale = scale(r)?;
             let raw = body::read(incoming).await?;
             let (body, pt) = if verb == Verb::Patch {
                 (
@@ -377,7 +367,7 @@ pub async fn handle(
                     &manager,
                     |old| {
                         let scale = match pt {
-                            Some(pt) => patch::apply(pt, &scale_of(old), &body)?,
+                            Some(pt) => patch::apply(pt, &(scale.of)(old), &body)?,
                             None => body.clone(),
                         };
                         let replicas = scale["spec"]["replicas"].as_i64().ok_or_else(|| {
@@ -395,7 +385,7 @@ pub async fn handle(
                     },
                 )
                 .await?;
-            Ok(body::json(200, &scale_of(&obj)))
+            Ok(body::json(200, &(scale.of)(&obj)))
         }
         (Verb::Patch, Some(n), None | Some(Subresource::Status)) => {
             let pt = pt.ok_or_else(|| ApiError::internal("a patch without its type"))?;
@@ -420,7 +410,7 @@ pub async fn handle(
             // Upstream answers 202 only to an explicit `orphanDependents: false` still pending.
             let code =
                 if !deleted.removed && opts.orphan_dependents == Some(false) { 202 } else { 200 };
-            let resp = if r.group.is_empty() && r.kind == "Pod" || !deleted.removed {
+            let resp = if r.strategy.returns_deleted_object || !deleted.removed {
                 body::json(code, &deleted.object)
             } else {
                 body::json(code, &success(r, n, &deleted.object["metadata"]["uid"]))
@@ -540,10 +530,5 @@ fn scale_config(r: &ResourceType, name: &str, scale: &Value) -> Result<Value, Ap
             kind.unwrap_or_default()
         )));
     }
-    let mut config =
-        json!({"apiVersion": r.group_version(), "kind": r.kind, "metadata": {"name": name}});
-    if let Some(replicas) = scale["spec"].get("replicas") {
-        config["spec"] = json!({"replicas": replicas});
-    }
-    Ok(config)
+    Ok((self::scale(r)?.config)(r, name, scale["spec"].get("replicas")))
 }

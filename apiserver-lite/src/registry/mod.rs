@@ -20,6 +20,8 @@ use serde_json::{Value, json};
 
 use crate::admission::Admission;
 use crate::errors::ApiError;
+use crate::kinds::Deletion;
+
 pub use crate::list::{ListAt, ListOptions, ListPage};
 use crate::managedfields::FieldManager;
 use crate::objects::{self, FieldValidation};
@@ -246,7 +248,8 @@ impl Registry {
         self.admission.admit_create(r, ns, &mut obj, self).await?;
         objects::prepare_for_create(r, &mut obj)?;
         objects::validate(r, &obj)?;
-        if r.group.is_empty() && r.kind == "Service" {
+        // Service storage allocates the cluster IP.
+        if *r == resources::SERVICES {
             self.allocate_cluster_ip(&mut obj);
         }
         let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
@@ -442,7 +445,7 @@ impl Registry {
     ) -> Result<Deleted, ApiError> {
         let dry_run = dry_run || opts.dry_run;
         let key = r.key(ns, name);
-        let namespace = r.group.is_empty() && r.kind == "Namespace";
+        let namespace = matches!(r.strategy.deletion, Deletion::Terminate);
         let now = jiff::Timestamp::now();
         let mut out = None;
         self.store
@@ -474,7 +477,7 @@ impl Registry {
             .await?;
         let (object, removed) = out.ok_or_else(|| ApiError::internal("delete produced nothing"))?;
         let mut warnings = Vec::new();
-        if delete::default_propagation(r) == Propagation::Orphan && opts.no_policy() {
+        if r.strategy.default_propagation == Propagation::Orphan && opts.no_policy() {
             warnings.push(delete::JOB_ORPHAN_WARNING.to_string());
         }
         Ok(Deleted { object, removed, warnings })

@@ -2,7 +2,7 @@
 //! metadata (or the whole object with `includeObject=Object`), which `-A`, `--show-labels` and
 //! `-L` read.
 
-mod printers;
+pub(crate) mod printers;
 
 use serde_json::{Value, json};
 
