@@ -1,6 +1,6 @@
 //! The HTTP layer: who is asking (client certificate or bearer token), which route, and the
 //! response. Non-resource routes (version, health, discovery, OpenAPI) live here; resources in
-//! [`resource`], watch streaming in [`watch`], bodies in [`body`], `pods/log`, `pods/exec` and
+//! [`resource`] and one handler per verb in `verbs`, watch streaming in [`watch`], bodies in [`body`], `pods/log`, `pods/exec` and
 //! `pods/attach` proxied to kubelets in [`proxy`], `pods/portforward` (with the WebSocket tunnel
 //! kubectl uses) in [`portforward`], `serviceaccounts/token` in [`token`].
 
@@ -9,6 +9,7 @@ pub mod portforward;
 pub mod proxy;
 mod resource;
 mod token;
+mod verbs;
 mod watch;
 
 use std::net::SocketAddr;
