@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use apiserver_lite::managedfields::FieldManager;
 use apiserver_lite::objects;
-use apiserver_lite::resources::find;
+use apiserver_lite::resources::PODS;
 use serde_json::{Value, json};
 
 fn pod(name: &str) -> Value {
@@ -41,7 +41,7 @@ fn time(rounds: usize, mut f: impl FnMut()) -> (f64, f64) {
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
-    let pods = find("", "v1", "pods").unwrap();
+    let pods = &PODS;
     let (mut obj, _) = objects::decode(pods, pod("p")).unwrap();
     objects::apply_defaults(pods, &mut obj).unwrap();
     let fm = FieldManager::new("v1", "Pod", "", true);

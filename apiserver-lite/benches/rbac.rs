@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use apiserver_lite::auth::rbac::{Index, Rbac};
 use apiserver_lite::auth::{Authorizer, User};
-use apiserver_lite::resources::find;
+use apiserver_lite::resources::PODS;
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, RoleBinding, RoleRef, Subject,
 };
@@ -97,7 +97,7 @@ fn main() {
         .map(|a| a.parse().expect("BINDINGS: a number"))
         .unwrap_or(1000);
     let authz = Authorizer::node_rbac(Arc::new(Rbac::with_index(index(bindings))));
-    let pods = find("", "v1", "pods").unwrap();
+    let pods = &PODS;
     let last_ns = format!("ns-{}", bindings / 10 - 1);
     let cluster_user = format!("cluster-user-{}", bindings - bindings / 10 * 9 - 1);
     let cases: [(&str, User, &str, bool); 3] = [

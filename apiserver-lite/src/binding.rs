@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn a_binding_sets_the_node_the_scheduled_condition_and_its_annotations() {
-        let pods = resources::find("", "v1", "pods").unwrap();
+        let pods = &resources::PODS;
         let new = binding(Some("u1")).assign(pods, &pending(), "2026-11-22T08:00:00Z").unwrap();
         assert_eq!(new["spec"]["nodeName"], "n1");
         assert_eq!(new["metadata"]["annotations"]["a"], "b");
@@ -116,7 +116,7 @@ mod tests {
 
     #[test]
     fn a_binding_is_refused_for_another_uid_a_bound_pod_or_one_being_deleted() {
-        let pods = resources::find("", "v1", "pods").unwrap();
+        let pods = &resources::PODS;
         let now = "2026-11-22T08:00:00Z";
         let err = binding(Some("u2")).assign(pods, &pending(), now).unwrap_err();
         assert!(err.to_string().contains("Precondition failed"), "{err}");

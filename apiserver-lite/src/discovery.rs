@@ -85,9 +85,9 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
     for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
         list.push(json!({
             "name": r.name, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
-            "verbs": r.verbs(), "shortNames": r.short_names, "categories": r.categories,
+            "verbs": r.verb_names(), "shortNames": r.short_names, "categories": r.categories,
         }));
-        for sub in r.subresources {
+        for sub in r.subresources.iter().map(|s| s.as_str()) {
             let (g, v, kind) = subresource_kind(r, sub);
             let mut e = json!({"name": format!("{}/{sub}", r.name), "singularName": "", "namespaced": r.namespaced, "kind": kind, "verbs": sub_verbs(sub)});
             if g != r.group || v != r.version {
@@ -124,6 +124,7 @@ pub fn aggregated(core: bool) -> Value {
                         let subs: Vec<Value> = r
                             .subresources
                             .iter()
+                            .map(|s| s.as_str())
                             .map(|s| {
                                 let (sg, sv, kind) = subresource_kind(r, s);
                                 json!({"subresource": s, "responseKind": {"group": sg, "version": sv, "kind": kind}, "verbs": sub_verbs(s)})
@@ -133,7 +134,7 @@ pub fn aggregated(core: bool) -> Value {
                             "resource": r.name, "singularResource": r.singular,
                             "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
                             "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
-                            "verbs": r.verbs(), "shortNames": r.short_names, "categories": r.categories,
+                            "verbs": r.verb_names(), "shortNames": r.short_names, "categories": r.categories,
                             "subresources": subs,
                         })
                     })

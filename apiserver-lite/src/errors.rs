@@ -261,16 +261,15 @@ impl From<crate::storage::StorageError> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::find;
 
     #[test]
     fn statuses_read_like_upstreams() {
-        let pods = find("", "v1", "pods").unwrap();
+        let pods = &crate::resources::PODS;
         let s = ApiError::not_found(pods, "nope").status();
         assert_eq!(s["message"], "pods \"nope\" not found");
         assert_eq!((s["code"].as_u64(), s["reason"].as_str()), (Some(404), Some("NotFound")));
         assert_eq!(s["details"], json!({"name": "nope", "kind": "pods"}));
-        let deploy = find("apps", "v1", "deployments").unwrap();
+        let deploy = &crate::resources::DEPLOYMENTS;
         assert_eq!(
             ApiError::already_exists(deploy, "web").message,
             "deployments.apps \"web\" already exists"

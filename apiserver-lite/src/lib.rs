@@ -16,7 +16,9 @@
 //! - [`table`]: `as=Table` responses with kubectl's columns.
 //! - [`http`]: requests to responses; [`server`]: TLS and connections.
 //! - [`errors`]: `Status` errors as upstream words them.
-//! - [`objects`]: decoding, defaults, create and update rules, validation.
+//! - [`kinds`]: each kind's strategy: decoding, defaults, create and update rules, validation,
+//!   field selectors, Table printer, scale and delete behaviour.
+//! - [`objects`]: the lifecycle every kind shares, and the kinds' rules the strategies call.
 //! - [`protobuf`]: protobuf request bodies from kubectl's typed clients.
 //! - [`patch`]: merge, JSON and strategic merge patches.
 //! - [`managedfields`]: server-side apply and `managedFields`: field sets, the merge, owners and
@@ -35,6 +37,7 @@ pub mod certs;
 pub mod discovery;
 pub mod errors;
 pub mod http;
+pub mod kinds;
 pub mod list;
 pub mod managedfields;
 pub mod objects;

@@ -2,7 +2,7 @@
 //! starts its query with an empty parameter; booleans are `true`, `True` or `1`).
 
 use crate::errors::ApiError;
-use crate::resources::{self, ResourceType};
+use crate::resources::{self, ResourceType, Subresource};
 
 /// A request for one resource type: collection, object or subresource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,7 +10,7 @@ pub struct ResourceRequest {
     pub resource: &'static ResourceType,
     pub namespace: Option<String>,
     pub name: Option<String>,
-    pub subresource: Option<String>,
+    pub subresource: Option<Subresource>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,12 +81,19 @@ fn resource_route(group: &str, version: &str, rest: &[&str]) -> Result<Route, Ap
     };
     let resource =
         resources::find(group, version, resource).ok_or_else(ApiError::path_not_found)?;
-    if let Some(s) = sub.filter(|s| !resource.has_subresource(s)) {
-        return Err(ApiError::bad_request(format!(
-            "subresource {s:?} is not served for {}",
-            resource.qualified()
-        )));
-    }
+    let subresource = match sub {
+        None => None,
+        Some(s) => {
+            Some(Subresource::parse(s).filter(|sub| resource.has_subresource(*sub)).ok_or_else(
+                || {
+                    ApiError::bad_request(format!(
+                        "subresource {s:?} is not served for {}",
+                        resource.qualified()
+                    ))
+                },
+            )?)
+        }
+    };
     if resource.namespaced && namespace.is_none() && name.is_some() {
         return Err(ApiError::path_not_found());
     }
@@ -94,7 +101,7 @@ fn resource_route(group: &str, version: &str, rest: &[&str]) -> Result<Route, Ap
         resource,
         namespace,
         name: name.map(str::to_string),
-        subresource: sub.map(str::to_string),
+        subresource,
     }))
 }
 
@@ -224,7 +231,12 @@ mod tests {
     fn routes_namespaced_cluster_and_subresource_paths() {
         let r = res("/api/v1/namespaces/default/pods/web/status");
         assert_eq!(
-            (r.resource.name, r.namespace.as_deref(), r.name.as_deref(), r.subresource.as_deref()),
+            (
+                r.resource.name,
+                r.namespace.as_deref(),
+                r.name.as_deref(),
+                r.subresource.map(Subresource::as_str)
+            ),
             ("pods", Some("default"), Some("web"), Some("status"))
         );
         let r = res("/api/v1/pods");
@@ -233,11 +245,14 @@ mod tests {
         assert_eq!((r.resource.name, r.name.as_deref()), ("namespaces", Some("kube-system")));
         let r = res("/api/v1/namespaces/x/finalize");
         assert_eq!(
-            (r.resource.name, r.name.as_deref(), r.subresource.as_deref()),
+            (r.resource.name, r.name.as_deref(), r.subresource.map(Subresource::as_str)),
             ("namespaces", Some("x"), Some("finalize"))
         );
         let r = res("/apis/apps/v1/namespaces/default/deployments/web/scale");
-        assert_eq!((r.resource.kind, r.subresource.as_deref()), ("Deployment", Some("scale")));
+        assert_eq!(
+            (r.resource.kind, r.subresource.map(Subresource::as_str)),
+            ("Deployment", Some("scale"))
+        );
         let r = res("/api/v1/nodes/n1");
         assert_eq!((r.resource.name, r.name.as_deref(), r.namespace), ("nodes", Some("n1"), None));
         assert_eq!(
@@ -251,7 +266,10 @@ mod tests {
         assert_eq!(route("/.well-known/openid-configuration").unwrap(), Route::OpenIdConfiguration);
         assert_eq!(route("/openid/v1/jwks").unwrap(), Route::OpenIdKeys);
         let r = res("/api/v1/namespaces/default/serviceaccounts/default/token");
-        assert_eq!((r.resource.name, r.subresource.as_deref()), ("serviceaccounts", Some("token")));
+        assert_eq!(
+            (r.resource.name, r.subresource.map(Subresource::as_str)),
+            ("serviceaccounts", Some("token"))
+        );
         assert_eq!(route("/api/v1/widgets").unwrap_err().code, 404);
         assert_eq!(
             route("/api/v1/pods/web").unwrap_err().code,

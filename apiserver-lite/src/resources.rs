@@ -1,8 +1,12 @@
 //! The resource types this server serves: group, version, names, kind, scope, verbs and
-//! subresources, as discovery reports them and as requests are routed to them.
+//! subresources, as discovery reports them and as requests are routed to them; each a constant
+//! ([`PODS`], [`DEPLOYMENTS`], …), [`RESOURCES`] the table of them.
+
+use crate::kinds::{self, Strategy};
+use crate::request::Verb;
 
 /// One resource type (a group, version and plural name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct ResourceType {
     pub group: &'static str,
     pub version: &'static str,
@@ -14,25 +18,92 @@ pub struct ResourceType {
     pub short_names: &'static [&'static str],
     pub categories: &'static [&'static str],
     /// Subresources this server implements, e.g. `status`, `scale`, `binding`.
-    pub subresources: &'static [&'static str],
+    pub subresources: &'static [Subresource],
     /// What may be done to it: every verb for stored types, `create` alone for the reviews
     /// (answered, never stored; see [`crate::reviews`]).
-    pub verbs: &'static [&'static str],
+    pub verbs: &'static [Verb],
+    /// How objects of this type behave: its kind's strategy.
+    pub strategy: &'static Strategy,
 }
 
-const VERBS: [&str; 8] =
-    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+/// Resource types are the same when they are served at the same group, version and name.
+impl PartialEq for ResourceType {
+    fn eq(&self, other: &Self) -> bool {
+        (self.group, self.version, self.name) == (other.group, other.version, other.name)
+    }
+}
+
+impl Eq for ResourceType {}
+
+/// A subresource this server serves for some resource type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Status,
+    Scale,
+    Binding,
+    Log,
+    Exec,
+    Attach,
+    PortForward,
+    Finalize,
+    Token,
+}
+
+impl Subresource {
+    const ALL: [Subresource; 9] = [
+        Subresource::Status,
+        Subresource::Scale,
+        Subresource::Binding,
+        Subresource::Log,
+        Subresource::Exec,
+        Subresource::Attach,
+        Subresource::PortForward,
+        Subresource::Finalize,
+        Subresource::Token,
+    ];
+
+    /// Its path segment: `status`, `portforward`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Binding => "binding",
+            Subresource::Log => "log",
+            Subresource::Exec => "exec",
+            Subresource::Attach => "attach",
+            Subresource::PortForward => "portforward",
+            Subresource::Finalize => "finalize",
+            Subresource::Token => "token",
+        }
+    }
+
+    /// The subresource a path segment names, if this server has it.
+    pub fn parse(s: &str) -> Option<Subresource> {
+        Self::ALL.into_iter().find(|sub| sub.as_str() == s)
+    }
+}
+
+const VERBS: [Verb; 8] = [
+    Verb::Create,
+    Verb::Delete,
+    Verb::DeleteCollection,
+    Verb::Get,
+    Verb::List,
+    Verb::Patch,
+    Verb::Update,
+    Verb::Watch,
+];
 
 macro_rules! rt {
-    ($g:literal, $v:literal, $name:literal, $singular:literal, $kind:literal, $ns:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:literal),*]) => {
+    ($g:literal, $v:literal, $name:literal, $singular:literal, $kind:literal, $ns:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:ident),*], $strategy:expr) => {
         ResourceType { group: $g, version: $v, name: $name, singular: $singular, kind: $kind, namespaced: $ns,
-            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$($sub),*], verbs: &VERBS }
+            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$(Subresource::$sub),*], verbs: &VERBS, strategy: $strategy }
     };
 }
 
 /// A review type: created to get an answer, never stored.
 macro_rules! review {
-    ($g:literal, $name:literal, $singular:literal, $kind:literal) => {
+    ($g:literal, $name:literal, $singular:literal, $kind:literal, $strategy:expr) => {
         ResourceType {
             group: $g,
             version: "v1",
@@ -43,159 +114,299 @@ macro_rules! review {
             short_names: &[],
             categories: &[],
             subresources: &[],
-            verbs: &["create"],
+            verbs: &[Verb::Create],
+            strategy: $strategy,
         }
     };
 }
 
-/// Every served resource type.
+pub const NAMESPACES: ResourceType = rt!(
+    "",
+    "v1",
+    "namespaces",
+    "namespace",
+    "Namespace",
+    false,
+    ["ns"],
+    [],
+    [Status, Finalize],
+    &kinds::namespace::STRATEGY
+);
+pub const PODS: ResourceType = rt!(
+    "",
+    "v1",
+    "pods",
+    "pod",
+    "Pod",
+    true,
+    ["po"],
+    ["all"],
+    [Status, Binding, Log, Exec, Attach, PortForward],
+    &kinds::pod::STRATEGY
+);
+pub const NODES: ResourceType =
+    rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], [Status], &kinds::node::STRATEGY);
+pub const EVENTS: ResourceType =
+    rt!("", "v1", "events", "event", "Event", true, ["ev"], [], [], &kinds::event::STRATEGY);
+pub const SERVICES: ResourceType = rt!(
+    "",
+    "v1",
+    "services",
+    "service",
+    "Service",
+    true,
+    ["svc"],
+    ["all"],
+    [Status],
+    &kinds::service::STRATEGY
+);
+pub const ENDPOINTS: ResourceType = rt!(
+    "",
+    "v1",
+    "endpoints",
+    "endpoints",
+    "Endpoints",
+    true,
+    ["ep"],
+    [],
+    [],
+    &kinds::endpoints::STRATEGY
+);
+pub const CONFIG_MAPS: ResourceType = rt!(
+    "",
+    "v1",
+    "configmaps",
+    "configmap",
+    "ConfigMap",
+    true,
+    ["cm"],
+    [],
+    [],
+    &kinds::config_map::STRATEGY
+);
+pub const SECRETS: ResourceType =
+    rt!("", "v1", "secrets", "secret", "Secret", true, [], [], [], &kinds::secret::STRATEGY);
+pub const SERVICE_ACCOUNTS: ResourceType = rt!(
+    "",
+    "v1",
+    "serviceaccounts",
+    "serviceaccount",
+    "ServiceAccount",
+    true,
+    ["sa"],
+    [],
+    [Token],
+    &kinds::service_account::STRATEGY
+);
+pub const DEPLOYMENTS: ResourceType = rt!(
+    "apps",
+    "v1",
+    "deployments",
+    "deployment",
+    "Deployment",
+    true,
+    ["deploy"],
+    ["all"],
+    [Status, Scale],
+    &kinds::deployment::STRATEGY
+);
+pub const REPLICA_SETS: ResourceType = rt!(
+    "apps",
+    "v1",
+    "replicasets",
+    "replicaset",
+    "ReplicaSet",
+    true,
+    ["rs"],
+    ["all"],
+    [Status, Scale],
+    &kinds::replica_set::STRATEGY
+);
+pub const DAEMON_SETS: ResourceType = rt!(
+    "apps",
+    "v1",
+    "daemonsets",
+    "daemonset",
+    "DaemonSet",
+    true,
+    ["ds"],
+    ["all"],
+    [Status],
+    &kinds::daemon_set::STRATEGY
+);
+pub const CONTROLLER_REVISIONS: ResourceType = rt!(
+    "apps",
+    "v1",
+    "controllerrevisions",
+    "controllerrevision",
+    "ControllerRevision",
+    true,
+    [],
+    [],
+    [],
+    &kinds::controller_revision::STRATEGY
+);
+pub const JOBS: ResourceType =
+    rt!("batch", "v1", "jobs", "job", "Job", true, [], ["all"], [Status], &kinds::job::STRATEGY);
+pub const CRON_JOBS: ResourceType = rt!(
+    "batch",
+    "v1",
+    "cronjobs",
+    "cronjob",
+    "CronJob",
+    true,
+    ["cj"],
+    ["all"],
+    [Status],
+    &kinds::cron_job::STRATEGY
+);
+pub const LEASES: ResourceType = rt!(
+    "coordination.k8s.io",
+    "v1",
+    "leases",
+    "lease",
+    "Lease",
+    true,
+    [],
+    [],
+    [],
+    &kinds::lease::STRATEGY
+);
+pub const EVENTS_V1: ResourceType = rt!(
+    "events.k8s.io",
+    "v1",
+    "events",
+    "event",
+    "Event",
+    true,
+    ["ev"],
+    [],
+    [],
+    &kinds::event::STRATEGY_V1
+);
+pub const ROLES: ResourceType = rt!(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "roles",
+    "role",
+    "Role",
+    true,
+    [],
+    [],
+    [],
+    &kinds::role::STRATEGY
+);
+pub const ROLE_BINDINGS: ResourceType = rt!(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "rolebindings",
+    "rolebinding",
+    "RoleBinding",
+    true,
+    [],
+    [],
+    [],
+    &kinds::role_binding::STRATEGY
+);
+pub const CLUSTER_ROLES: ResourceType = rt!(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "clusterroles",
+    "clusterrole",
+    "ClusterRole",
+    false,
+    [],
+    [],
+    [],
+    &kinds::cluster_role::STRATEGY
+);
+pub const CLUSTER_ROLE_BINDINGS: ResourceType = rt!(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "clusterrolebindings",
+    "clusterrolebinding",
+    "ClusterRoleBinding",
+    false,
+    [],
+    [],
+    [],
+    &kinds::cluster_role_binding::STRATEGY
+);
+pub const SELF_SUBJECT_ACCESS_REVIEWS: ResourceType = review!(
+    "authorization.k8s.io",
+    "selfsubjectaccessreviews",
+    "selfsubjectaccessreview",
+    "SelfSubjectAccessReview",
+    &kinds::review::SELF_SUBJECT_ACCESS_REVIEW
+);
+pub const SUBJECT_ACCESS_REVIEWS: ResourceType = review!(
+    "authorization.k8s.io",
+    "subjectaccessreviews",
+    "subjectaccessreview",
+    "SubjectAccessReview",
+    &kinds::review::SUBJECT_ACCESS_REVIEW
+);
+pub const SELF_SUBJECT_RULES_REVIEWS: ResourceType = review!(
+    "authorization.k8s.io",
+    "selfsubjectrulesreviews",
+    "selfsubjectrulesreview",
+    "SelfSubjectRulesReview",
+    &kinds::review::SELF_SUBJECT_RULES_REVIEW
+);
+pub const TOKEN_REVIEWS: ResourceType = review!(
+    "authentication.k8s.io",
+    "tokenreviews",
+    "tokenreview",
+    "TokenReview",
+    &kinds::review::TOKEN_REVIEW
+);
+pub const SELF_SUBJECT_REVIEWS: ResourceType = review!(
+    "authentication.k8s.io",
+    "selfsubjectreviews",
+    "selfsubjectreview",
+    "SelfSubjectReview",
+    &kinds::review::SELF_SUBJECT_REVIEW
+);
+
+/// Every served resource type, in discovery order.
 pub const RESOURCES: &[ResourceType] = &[
-    rt!(
-        "",
-        "v1",
-        "namespaces",
-        "namespace",
-        "Namespace",
-        false,
-        ["ns"],
-        [],
-        ["status", "finalize"]
-    ),
-    rt!(
-        "",
-        "v1",
-        "pods",
-        "pod",
-        "Pod",
-        true,
-        ["po"],
-        ["all"],
-        ["status", "binding", "log", "exec", "attach", "portforward"]
-    ),
-    rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], ["status"]),
-    rt!("", "v1", "events", "event", "Event", true, ["ev"], [], []),
-    rt!("", "v1", "services", "service", "Service", true, ["svc"], ["all"], ["status"]),
-    rt!("", "v1", "endpoints", "endpoints", "Endpoints", true, ["ep"], [], []),
-    rt!("", "v1", "configmaps", "configmap", "ConfigMap", true, ["cm"], [], []),
-    rt!("", "v1", "secrets", "secret", "Secret", true, [], [], []),
-    rt!(
-        "",
-        "v1",
-        "serviceaccounts",
-        "serviceaccount",
-        "ServiceAccount",
-        true,
-        ["sa"],
-        [],
-        ["token"]
-    ),
-    rt!(
-        "apps",
-        "v1",
-        "deployments",
-        "deployment",
-        "Deployment",
-        true,
-        ["deploy"],
-        ["all"],
-        ["status", "scale"]
-    ),
-    rt!(
-        "apps",
-        "v1",
-        "replicasets",
-        "replicaset",
-        "ReplicaSet",
-        true,
-        ["rs"],
-        ["all"],
-        ["status", "scale"]
-    ),
-    rt!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, ["ds"], ["all"], ["status"]),
-    rt!(
-        "apps",
-        "v1",
-        "controllerrevisions",
-        "controllerrevision",
-        "ControllerRevision",
-        true,
-        [],
-        [],
-        []
-    ),
-    rt!("batch", "v1", "jobs", "job", "Job", true, [], ["all"], ["status"]),
-    rt!("batch", "v1", "cronjobs", "cronjob", "CronJob", true, ["cj"], ["all"], ["status"]),
-    rt!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, [], [], []),
-    rt!("events.k8s.io", "v1", "events", "event", "Event", true, ["ev"], [], []),
-    rt!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true, [], [], []),
-    rt!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "rolebindings",
-        "rolebinding",
-        "RoleBinding",
-        true,
-        [],
-        [],
-        []
-    ),
-    rt!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterroles",
-        "clusterrole",
-        "ClusterRole",
-        false,
-        [],
-        [],
-        []
-    ),
-    rt!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "clusterrolebinding",
-        "ClusterRoleBinding",
-        false,
-        [],
-        [],
-        []
-    ),
-    review!(
-        "authorization.k8s.io",
-        "selfsubjectaccessreviews",
-        "selfsubjectaccessreview",
-        "SelfSubjectAccessReview"
-    ),
-    review!(
-        "authorization.k8s.io",
-        "subjectaccessreviews",
-        "subjectaccessreview",
-        "SubjectAccessReview"
-    ),
-    review!(
-        "authorization.k8s.io",
-        "selfsubjectrulesreviews",
-        "selfsubjectrulesreview",
-        "SelfSubjectRulesReview"
-    ),
-    review!("authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview"),
-    review!(
-        "authentication.k8s.io",
-        "selfsubjectreviews",
-        "selfsubjectreview",
-        "SelfSubjectReview"
-    ),
+    NAMESPACES,
+    PODS,
+    NODES,
+    EVENTS,
+    SERVICES,
+    ENDPOINTS,
+    CONFIG_MAPS,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    DEPLOYMENTS,
+    REPLICA_SETS,
+    DAEMON_SETS,
+    CONTROLLER_REVISIONS,
+    JOBS,
+    CRON_JOBS,
+    LEASES,
+    EVENTS_V1,
+    ROLES,
+    ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CLUSTER_ROLE_BINDINGS,
+    SELF_SUBJECT_ACCESS_REVIEWS,
+    SUBJECT_ACCESS_REVIEWS,
+    SELF_SUBJECT_RULES_REVIEWS,
+    TOKEN_REVIEWS,
+    SELF_SUBJECT_REVIEWS,
 ];
 
 impl ResourceType {
-    pub fn verbs(&self) -> &'static [&'static str] {
-        self.verbs
+    /// Its verbs as discovery lists them.
+    pub fn verb_names(&self) -> Vec<&'static str> {
+        self.verbs.iter().map(|v| v.as_str()).collect()
     }
 
     /// Whether objects of this type are kept in the store (the reviews are not).
     pub fn is_stored(&self) -> bool {
-        self.verbs.contains(&"get")
+        self.verbs.contains(&Verb::Get)
     }
 
     /// `v1` or `apps/v1`.
@@ -221,7 +432,7 @@ impl ResourceType {
         }
     }
 
-    pub fn has_subresource(&self, sub: &str) -> bool {
+    pub fn has_subresource(&self, sub: Subresource) -> bool {
         self.subresources.contains(&sub)
     }
 

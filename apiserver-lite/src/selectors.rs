@@ -1,5 +1,5 @@
 //! Label selectors (`app=web,tier!=db,env in (a,b),!legacy`) and field selectors
-//! (`spec.nodeName=n1,status.phase!=Failed`), with the fields each resource supports.
+//! (`spec.nodeName=n1,status.phase!=Failed`) over the fields each kind's strategy names.
 
 use std::collections::BTreeMap;
 
@@ -92,67 +92,13 @@ impl LabelSelector {
 
 /// How a selectable field is read from the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
+pub enum Source {
     /// A string at this JSON path (missing: empty).
     Str(&'static str),
     /// A boolean at this path, as `true`/`false` (missing: `false`).
     Bool(&'static str),
     /// An integer at this path (missing: `0`).
     Int(&'static str),
-}
-
-/// The fields a resource can be selected by (besides `metadata.name` and `metadata.namespace`)
-/// and where each is read, as upstream's `ToSelectableFields` of each kind.
-fn supported_fields(r: &ResourceType) -> &'static [(&'static str, Source)] {
-    use Source::{Bool, Int, Str};
-    match (r.group, r.name) {
-        ("", "pods") => &[
-            ("spec.nodeName", Str("spec.nodeName")),
-            ("spec.restartPolicy", Str("spec.restartPolicy")),
-            ("spec.schedulerName", Str("spec.schedulerName")),
-            ("spec.serviceAccountName", Str("spec.serviceAccountName")),
-            ("spec.hostNetwork", Bool("spec.hostNetwork")),
-            ("status.phase", Str("status.phase")),
-            ("status.podIP", Str("status.podIP")),
-            ("status.nominatedNodeName", Str("status.nominatedNodeName")),
-        ],
-        ("", "events") => &[
-            ("involvedObject.kind", Str("involvedObject.kind")),
-            ("involvedObject.namespace", Str("involvedObject.namespace")),
-            ("involvedObject.name", Str("involvedObject.name")),
-            ("involvedObject.uid", Str("involvedObject.uid")),
-            ("involvedObject.apiVersion", Str("involvedObject.apiVersion")),
-            ("involvedObject.resourceVersion", Str("involvedObject.resourceVersion")),
-            ("involvedObject.fieldPath", Str("involvedObject.fieldPath")),
-            ("reason", Str("reason")),
-            ("reportingComponent", Str("reportingComponent")),
-            ("source", Str("source.component")),
-            ("type", Str("type")),
-        ],
-        // The same selectable fields, read from the events.k8s.io shape.
-        ("events.k8s.io", "events") => &[
-            ("involvedObject.kind", Str("regarding.kind")),
-            ("involvedObject.namespace", Str("regarding.namespace")),
-            ("involvedObject.name", Str("regarding.name")),
-            ("involvedObject.uid", Str("regarding.uid")),
-            ("involvedObject.apiVersion", Str("regarding.apiVersion")),
-            ("involvedObject.resourceVersion", Str("regarding.resourceVersion")),
-            ("involvedObject.fieldPath", Str("regarding.fieldPath")),
-            ("reason", Str("reason")),
-            ("reportingComponent", Str("reportingController")),
-            ("source", Str("deprecatedSource.component")),
-            ("type", Str("type")),
-        ],
-        ("", "nodes") => &[("spec.unschedulable", Bool("spec.unschedulable"))],
-        ("", "namespaces") => &[("status.phase", Str("status.phase"))],
-        ("", "secrets") => &[("type", Str("type"))],
-        ("", "services") => {
-            &[("spec.clusterIP", Str("spec.clusterIP")), ("spec.type", Str("spec.type"))]
-        }
-        ("apps", "replicasets") => &[("status.replicas", Int("status.replicas"))],
-        ("batch", "jobs") => &[("status.successful", Int("status.succeeded"))],
-        _ => &[],
-    }
 }
 
 fn lookup<'a>(obj: &'a Value, path: &str) -> &'a Value {
@@ -194,7 +140,9 @@ impl FieldSelector {
             let source = match field {
                 "metadata.name" => Source::Str("metadata.name"),
                 "metadata.namespace" => Source::Str("metadata.namespace"),
-                _ => supported_fields(r)
+                _ => r
+                    .strategy
+                    .fields
                     .iter()
                     .find(|(f, _)| *f == field)
                     .map(|(_, src)| *src)
@@ -227,7 +175,6 @@ pub fn labels(obj: &Value) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::find;
 
     fn l(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -257,7 +204,7 @@ mod tests {
 
     #[test]
     fn field_selectors_know_their_fields() {
-        let pods = find("", "v1", "pods").unwrap();
+        let pods = &crate::resources::PODS;
         let pod = serde_json::json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
         assert!(FieldSelector::parse("spec.nodeName=n1", pods).unwrap().matches(&pod));
         assert!(
@@ -266,20 +213,20 @@ mod tests {
                 .matches(&serde_json::json!({"status": {"phase": "Pending"}}))
         );
         assert!(!FieldSelector::parse("metadata.name!=p", pods).unwrap().matches(&pod));
-        let nodes = find("", "v1", "nodes").unwrap();
+        let nodes = &crate::resources::NODES;
         let schedulable = FieldSelector::parse("spec.unschedulable=false", nodes).unwrap();
         assert!(schedulable.matches(&serde_json::json!({"spec": {}})), "a missing bool is false");
-        let jobs = find("batch", "v1", "jobs").unwrap();
+        let jobs = &crate::resources::JOBS;
         let done = FieldSelector::parse("status.successful=1", jobs).unwrap();
         assert!(done.matches(&serde_json::json!({"status": {"succeeded": 1}})));
         assert!(!done.matches(&serde_json::json!({"status": {}})));
-        let events = find("", "v1", "events").unwrap();
+        let events = &crate::resources::EVENTS;
         let by =
             FieldSelector::parse("source=kubelet,involvedObject.kind=Pod,type!=Normal", events)
                 .unwrap();
         let e = serde_json::json!({"source": {"component": "kubelet"}, "involvedObject": {"kind": "Pod"}, "type": "Warning"});
         assert!(by.matches(&e));
-        let v1 = find("events.k8s.io", "v1", "events").unwrap();
+        let v1 = &crate::resources::EVENTS_V1;
         let by = FieldSelector::parse("involvedObject.name=web,reason=Started", v1).unwrap();
         assert!(
             by.matches(&serde_json::json!({"regarding": {"name": "web"}, "reason": "Started"}))

@@ -99,7 +99,7 @@ impl Default for Admission {
 }
 
 fn is_pod(r: &ResourceType) -> bool {
-    r.group.is_empty() && r.kind == "Pod"
+    *r == crate::resources::PODS
 }
 
 fn typed(obj: &Value) -> Result<Pod, ApiError> {

@@ -121,8 +121,8 @@ pub enum Refusal {
     #[error("node requested token bound to a pod scheduled on a different node")]
     TokenElsewhere,
     /// Not a refusal of the plugin's own: the object it must read is not there (404).
-    #[error("{resource} {name:?} not found")]
-    NotFound { resource: &'static str, name: String },
+    #[error("{} {name:?} not found", resource.name)]
+    NotFound { resource: &'static ResourceType, name: String },
     #[error("the object does not decode as a {kind}: {error}")]
     Undecodable { kind: &'static str, error: String },
 }
@@ -177,7 +177,7 @@ pub fn admit(
             Operation::Create { object } => pod_create(node, &typed(object, "Pod")?, objects),
             Operation::Delete => {
                 let pod = objects.pod(req.namespace, req.name).ok_or_else(|| {
-                    Refusal::NotFound { resource: "pods", name: req.name.to_string() }
+                    Refusal::NotFound { resource: &resources::PODS, name: req.name.to_string() }
                 })?;
                 if node_name(&pod) != node {
                     return Err(Refusal::DeleteElsewhere { node: node.to_string() });
@@ -242,8 +242,9 @@ fn pod_create(node: &str, pod: &Pod, objects: &dyn Objects) -> Result<(), Refusa
     if owner.block_owner_deletion == Some(true) {
         return Err(Refusal::BlockOwnerDeletion { node: n() });
     }
-    let registered =
-        objects.node(node).ok_or_else(|| Refusal::NotFound { resource: "nodes", name: n() })?;
+    let registered = objects
+        .node(node)
+        .ok_or_else(|| Refusal::NotFound { resource: &resources::NODES, name: n() })?;
     let node_uid = registered.metadata.uid.unwrap_or_default();
     if owner.uid != node_uid {
         return Err(Refusal::OwnerUid { node: n(), owner_uid: owner.uid.clone(), node_uid });
@@ -399,7 +400,7 @@ pub fn token(
     }
     let pod = objects
         .pod(namespace, name)
-        .ok_or_else(|| Refusal::NotFound { resource: "pods", name: name.to_string() })?;
+        .ok_or_else(|| Refusal::NotFound { resource: &resources::PODS, name: name.to_string() })?;
     if pod.metadata.uid.as_deref() != Some(uid) {
         return Err(Refusal::TokenUid { uid: uid.to_string() });
     }
@@ -434,10 +435,7 @@ impl<'a> NodeRestriction<'a> {
 
     fn refuse(r: &ResourceType, name: &str, why: Refusal) -> ApiError {
         match why {
-            Refusal::NotFound { resource, name } => match resources::find("", "v1", resource) {
-                Some(t) => ApiError::not_found(t, &name),
-                None => ApiError::internal(format!("no {resource} resource")),
-            },
+            Refusal::NotFound { resource, name } => ApiError::not_found(resource, &name),
             Refusal::Undecodable { .. } => ApiError::bad_request(why.to_string()),
             why => ApiError::forbidden_object(r, name, &why.to_string()),
         }

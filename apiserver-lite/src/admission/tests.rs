@@ -5,11 +5,10 @@ use k8s_openapi::api::core::v1::{LocalObjectReference, ServiceAccount};
 use serde_json::json;
 
 use super::*;
-use crate::resources::find;
 use crate::serviceaccount::fake::{FakeObjects, meta};
 
 fn pods() -> &'static ResourceType {
-    find("", "v1", "pods").unwrap()
+    &crate::resources::PODS
 }
 
 fn tolerations_only() -> Admission {
@@ -62,9 +61,7 @@ async fn pods_get_the_node_lifecycle_tolerations_unless_they_have_them() {
     a.admit_update(pods(), Some("status"), &mut status).unwrap();
     assert_eq!(status, json!({"spec": {}}));
     let mut cm = json!({"data": {}});
-    a.admit_create(find("", "v1", "configmaps").unwrap(), Some("ns"), &mut cm, &objects)
-        .await
-        .unwrap();
+    a.admit_create(&crate::resources::CONFIG_MAPS, Some("ns"), &mut cm, &objects).await.unwrap();
     assert_eq!(cm, json!({"data": {}}));
 }
 

@@ -1,6 +1,6 @@
 //! The HTTP layer: who is asking (client certificate or bearer token), which route, and the
 //! response. Non-resource routes (version, health, discovery, OpenAPI) live here; resources in
-//! [`resource`], watch streaming in [`watch`], bodies in [`body`], `pods/log`, `pods/exec` and
+//! [`resource`] and one handler per verb in `verbs`, watch streaming in [`watch`], bodies in [`body`], `pods/log`, `pods/exec` and
 //! `pods/attach` proxied to kubelets in [`proxy`], `pods/portforward` (with the WebSocket tunnel
 //! kubectl uses) in [`portforward`], `serviceaccounts/token` in [`token`].
 
@@ -9,6 +9,7 @@ pub mod portforward;
 pub mod proxy;
 mod resource;
 mod token;
+mod verbs;
 mod watch;
 
 use std::net::SocketAddr;
@@ -24,6 +25,7 @@ use crate::discovery;
 use crate::errors::ApiError;
 use crate::registry::Registry;
 use crate::request::{self, Query, Route};
+use crate::resources::Subresource;
 use crate::serviceaccount::{self, openid};
 use body::Body;
 
@@ -139,7 +141,7 @@ fn audit_info(
         Some(Route::Resource(rr)) => {
             let watch = Query::parse(req.uri().query()).flag("watch");
             let verb = request::Verb::of(req.method(), rr.name.is_some(), watch);
-            let sub = rr.subresource.clone().unwrap_or_default();
+            let sub = rr.subresource.map(Subresource::as_str).unwrap_or_default().to_string();
             let long = verb == Some(request::Verb::Watch)
                 || matches!(sub.as_str(), "exec" | "attach" | "portforward" | "log" | "proxy");
             let object = audit::ObjectRef {

@@ -80,8 +80,7 @@ pub async fn port_forward(
     name: &str,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
-    let pods =
-        resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
+    let pods = &resources::PODS;
     state.authz.authorize(user, "create", pods, ns, Some(name), Some("portforward"))?;
     let loc = locate_pod(state, ns, name)?;
     let mut path = format!("/portForward/{}/{}", segment(ns.unwrap_or_default()), segment(name));

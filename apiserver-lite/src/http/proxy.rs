@@ -222,10 +222,7 @@ pub fn locate(
     name: &str,
     container: Option<&str>,
 ) -> Result<Location, ApiError> {
-    let pods =
-        resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
-    let nodes = resources::find("", "v1", "nodes")
-        .ok_or_else(|| ApiError::internal("no nodes resource"))?;
+    let (pods, nodes) = (&resources::PODS, &resources::NODES);
     let pod = state.registry.get(pods, ns, name)?;
     let container = choose_container(&pod, container)?;
     let node_name =
@@ -239,10 +236,7 @@ pub fn locate(
 
 /// Finds the kubelet that runs pod `ns/name` (no container: port-forward is the pod's).
 pub fn locate_pod(state: &ApiState, ns: Option<&str>, name: &str) -> Result<Location, ApiError> {
-    let pods =
-        resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
-    let nodes = resources::find("", "v1", "nodes")
-        .ok_or_else(|| ApiError::internal("no nodes resource"))?;
+    let (pods, nodes) = (&resources::PODS, &resources::NODES);
     let pod = state.registry.get(pods, ns, name)?;
     let node_name =
         pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()).ok_or_else(|| {
@@ -405,8 +399,7 @@ pub async fn logs(
     raw_query: Option<&str>,
     container: Option<&str>,
 ) -> Result<Response<Body>, ApiError> {
-    let pods =
-        resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
+    let pods = &resources::PODS;
     state.authz.authorize(user, "get", pods, ns, Some(name), Some("log"))?;
     let loc = locate(state, ns, name, container)?;
     let mut path = format!(
@@ -478,8 +471,7 @@ pub async fn remote_command(
     req: Request<Incoming>,
     container: Option<&str>,
 ) -> Result<Response<Body>, ApiError> {
-    let pods =
-        resources::find("", "v1", "pods").ok_or_else(|| ApiError::internal("no pods resource"))?;
+    let pods = &resources::PODS;
     let sub = kind.subresource();
     state.authz.authorize(user, "create", pods, ns, Some(name), Some(sub))?;
     let loc = locate(state, ns, name, container)?;

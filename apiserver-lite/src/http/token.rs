@@ -44,5 +44,5 @@ pub(super) async fn create(
         token_request::create(issuer, registry, ns, name, request, now, objects::new_uid())?;
     warnings.extend(more);
     let answer = serde_json::to_value(answer).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(super::resource::with_warnings(body::json(201, &answer), &warnings))
+    Ok(super::verbs::with_warnings(body::json(201, &answer), &warnings))
 }

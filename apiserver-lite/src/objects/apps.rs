@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use super::default_template;
 
 /// Upstream's `SetDefaults_Deployment`.
-pub(super) fn default_deployment(d: &mut Deployment) {
+pub(crate) fn default_deployment(d: &mut Deployment) {
     let spec = d.spec.get_or_insert_with(Default::default);
     spec.replicas.get_or_insert(1);
     let strategy = spec.strategy.get_or_insert_with(Default::default);
@@ -40,14 +40,14 @@ pub(super) fn default_deployment(d: &mut Deployment) {
 }
 
 /// Upstream's `SetDefaults_ReplicaSet`.
-pub(super) fn default_replica_set(rs: &mut ReplicaSet) {
+pub(crate) fn default_replica_set(rs: &mut ReplicaSet) {
     let spec = rs.spec.get_or_insert_with(Default::default);
     spec.replicas.get_or_insert(1);
     default_template(spec.template.get_or_insert_with(Default::default));
 }
 
 /// Upstream's `SetDefaults_DaemonSet`.
-pub(super) fn default_daemon_set(ds: &mut DaemonSet) {
+pub(crate) fn default_daemon_set(ds: &mut DaemonSet) {
     let spec = ds.spec.get_or_insert_with(Default::default);
     let strategy = spec.update_strategy.get_or_insert_with(Default::default);
     let kind = strategy.type_.get_or_insert_with(|| "RollingUpdate".into());
@@ -61,7 +61,7 @@ pub(super) fn default_daemon_set(ds: &mut DaemonSet) {
 }
 
 /// A new DaemonSet has no status and template generation 1.
-pub(super) fn prepare_daemon_set_create(ds: &mut DaemonSet) {
+pub(crate) fn prepare_daemon_set_create(ds: &mut DaemonSet) {
     ds.status = None;
     ds.metadata
         .annotations
@@ -70,7 +70,7 @@ pub(super) fn prepare_daemon_set_create(ds: &mut DaemonSet) {
 }
 
 /// The template generation goes up by one when the template changes, and only then.
-pub(super) fn bump_template_generation(old: &Value, new: &mut Value) {
+pub(crate) fn bump_template_generation(old: &Value, new: &mut Value) {
     let current = old["metadata"]["annotations"][DAEMONSET_TEMPLATE_GENERATION]
         .as_str()
         .and_then(|g| g.parse::<i64>().ok())
@@ -201,7 +201,7 @@ fn validate_int_or_percent(v: &IntOrString, cap: bool, path: &Path, errs: &mut E
 
 /// Upstream's `ValidateDeployment`, and with the stored one, `ValidateDeploymentUpdate` and
 /// the selector's immutability.
-pub(super) fn validate_deployment(d: &Deployment, old: Option<&Deployment>) -> ErrorList {
+pub(crate) fn validate_deployment(d: &Deployment, old: Option<&Deployment>) -> ErrorList {
     let mut errs = validate_object_meta(&d.metadata, &Path::root("metadata"));
     let spec = d.spec.clone().unwrap_or_default();
     let path = Path::root("spec");
@@ -279,7 +279,7 @@ pub(super) fn validate_deployment(d: &Deployment, old: Option<&Deployment>) -> E
 }
 
 /// Upstream's `ValidateReplicaSet` (and on update, the selector's immutability).
-pub(super) fn validate_replica_set(rs: &ReplicaSet, old: Option<&ReplicaSet>) -> ErrorList {
+pub(crate) fn validate_replica_set(rs: &ReplicaSet, old: Option<&ReplicaSet>) -> ErrorList {
     let mut errs = validate_object_meta(&rs.metadata, &Path::root("metadata"));
     let spec = rs.spec.clone().unwrap_or_default();
     let path = Path::root("spec");
@@ -302,7 +302,7 @@ pub(super) fn validate_replica_set(rs: &ReplicaSet, old: Option<&ReplicaSet>) ->
 }
 
 /// Upstream's `ValidateDaemonSet` (and on update, the selector's immutability).
-pub(super) fn validate_daemon_set(ds: &DaemonSet, old: Option<&DaemonSet>) -> ErrorList {
+pub(crate) fn validate_daemon_set(ds: &DaemonSet, old: Option<&DaemonSet>) -> ErrorList {
     let mut errs = validate_object_meta(&ds.metadata, &Path::root("metadata"));
     let spec = ds.spec.clone().unwrap_or_default();
     let path = Path::root("spec");
@@ -386,7 +386,7 @@ fn collision_not_decremented(new: Option<i32>, old: Option<i32>, errs: &mut Erro
 }
 
 /// Upstream's `ValidateDeploymentStatusUpdate`.
-pub(super) fn validate_deployment_status(d: &Deployment, old: &Deployment) -> ErrorList {
+pub(crate) fn validate_deployment_status(d: &Deployment, old: &Deployment) -> ErrorList {
     let mut errs = validate_object_meta(&d.metadata, &Path::root("metadata"));
     let s: DeploymentStatus = d.status.clone().unwrap_or_default();
     let path = Path::root("status");
@@ -424,7 +424,7 @@ pub(super) fn validate_deployment_status(d: &Deployment, old: &Deployment) -> Er
 }
 
 /// Upstream's `ValidateReplicaSetStatusUpdate`.
-pub(super) fn validate_replica_set_status(rs: &ReplicaSet) -> ErrorList {
+pub(crate) fn validate_replica_set_status(rs: &ReplicaSet) -> ErrorList {
     let mut errs = validate_object_meta(&rs.metadata, &Path::root("metadata"));
     let s = rs.status.clone().unwrap_or_default();
     let path = Path::root("status");
@@ -465,7 +465,7 @@ pub(super) fn validate_replica_set_status(rs: &ReplicaSet) -> ErrorList {
 }
 
 /// Upstream's `ValidateDaemonSetStatusUpdate`.
-pub(super) fn validate_daemon_set_status(ds: &DaemonSet, old: &DaemonSet) -> ErrorList {
+pub(crate) fn validate_daemon_set_status(ds: &DaemonSet, old: &DaemonSet) -> ErrorList {
     let mut errs = validate_object_meta(&ds.metadata, &Path::root("metadata"));
     let s: DaemonSetStatus = ds.status.clone().unwrap_or_default();
     let n = |v: Option<i32>| i64::from(v.unwrap_or(0));

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 /// Upstream's message for data changed under `immutable: true` (Secrets share it).
 pub(super) const IMMUTABLE_MSG: &str = "field is immutable when `immutable` is set";
 
-pub(super) use api::validation::config::validate_config_map as validate;
+pub(crate) use api::validation::config::validate_config_map as validate;
 
 /// A map, with an empty one the same as none.
 fn non_empty<V>(m: &Option<BTreeMap<String, V>>) -> Option<&BTreeMap<String, V>> {
@@ -19,7 +19,7 @@ fn non_empty<V>(m: &Option<BTreeMap<String, V>>) -> Option<&BTreeMap<String, V>>
 
 /// Upstream's `ValidateConfigMapUpdate`: an immutable ConfigMap keeps `data` and `binaryData`
 /// and stays immutable; then the ConfigMap's own rules.
-pub(super) fn validate_update(new: &ConfigMap, old: &ConfigMap) -> ErrorList {
+pub(crate) fn validate_update(new: &ConfigMap, old: &ConfigMap) -> ErrorList {
     let mut errs = ErrorList::default();
     if old.immutable == Some(true) {
         if new.immutable != Some(true) {

@@ -10,7 +10,7 @@ use crate::errors::ApiError;
 /// Upstream's pod defaults, plus the priority its admission sets. The deprecated
 /// `serviceAccount` names the account when `serviceAccountName` does not, as upstream's
 /// conversion reads it (the `ServiceAccount` admission plugin fills in `default`).
-pub(super) fn default_pod(pod: &mut Pod) {
+pub(crate) fn default_pod(pod: &mut Pod) {
     api::defaults::default_pod(pod);
     if let Some(spec) = pod.spec.as_mut() {
         if spec.service_account_name.as_deref().unwrap_or_default().is_empty()
@@ -22,7 +22,7 @@ pub(super) fn default_pod(pod: &mut Pod) {
     }
 }
 
-pub(super) fn default_service(obj: &mut Value) {
+pub(crate) fn default_service(obj: &mut Value) {
     super::set_default(obj, &["spec", "type"], json!("ClusterIP"));
     super::set_default(obj, &["spec", "sessionAffinity"], json!("None"));
     if let Some(ports) = obj["spec"]["ports"].as_array_mut() {
@@ -38,7 +38,7 @@ pub(super) fn default_service(obj: &mut Value) {
 }
 
 /// A new pod is Pending, with its QoS class.
-pub(super) fn prepare_pod_create(obj: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn prepare_pod_create(obj: &mut Value) -> Result<(), ApiError> {
     let spec: PodSpec = serde_json::from_value(obj["spec"].clone()).unwrap_or_default();
     obj["status"] = json!({ "phase": "Pending", "qosClass": api::qos::pod_qos(&spec).as_str() });
     Ok(())
@@ -47,9 +47,9 @@ pub(super) fn prepare_pod_create(obj: &mut Value) -> Result<(), ApiError> {
 /// Upstream's `ValidatePodUpdate`: the pod's own rules, and a spec that may change only in
 /// container images, `activeDeadlineSeconds`, added tolerations and
 /// `terminationGracePeriodSeconds` (and `nodeName` once, by a binding).
-pub(super) fn validate_pod_update(sub: Option<&str>, old: &Pod, new: &Pod) -> ErrorList {
+pub(crate) fn validate_pod_update(status: bool, old: &Pod, new: &Pod) -> ErrorList {
     let mut errs = api::validation::validate_pod(new).err().unwrap_or_default();
-    if sub == Some("status") {
+    if status {
         return errs;
     }
     let strip = |spec: &Option<PodSpec>| {

@@ -2,8 +2,8 @@
 //! object (unknown fields dropped, or refused with `fieldValidation=Strict`), defaulting, the
 //! metadata a create sets, what an update may change, and validation.
 //!
-//! - this file: the lifecycle every kind shares, and [`Rules`], the one place a resource type
-//!   is mapped to the room that holds its kind's rules;
+//! - this file: the lifecycle every kind shares, each step asking the resource type's
+//!   [`Strategy`](crate::kinds::Strategy) for its kind's part;
 //! - [`core`]: pods, namespaces, services;
 //! - [`secret`]: Secrets (`stringData`, types, immutability);
 //! - [`config_map`]: ConfigMaps (keys, size, immutability);
@@ -11,22 +11,15 @@
 //! - [`batch`]: Jobs and CronJobs;
 //! - [`rbac`]: roles, cluster roles and their bindings.
 
-mod apps;
-mod batch;
-mod config_map;
-mod core;
+pub(crate) mod apps;
+pub(crate) mod batch;
+pub(crate) mod config_map;
+pub(crate) mod core;
 pub mod rbac;
-mod secret;
+pub(crate) mod secret;
 
 use api::validation::{ErrorList, Path};
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
-use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Endpoints, Event, Namespace, Node, Pod, PodTemplateSpec, Secret, Service,
-    ServiceAccount,
-};
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rand::Rng;
 use serde::Serialize;
@@ -34,51 +27,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::errors::ApiError;
-use crate::resources::ResourceType;
+use crate::resources::{ResourceType, Subresource};
 
 pub use batch::time_zone;
-
-/// The kinds with rules of their own, so that a resource type is matched against names in one
-/// place only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Rules {
-    Pod,
-    Namespace,
-    Service,
-    Secret,
-    ConfigMap,
-    Deployment,
-    ReplicaSet,
-    DaemonSet,
-    Job,
-    CronJob,
-    Role,
-    ClusterRole,
-    RoleBinding,
-    ClusterRoleBinding,
-    /// Metadata rules only.
-    Plain,
-}
-
-fn rules(r: &ResourceType) -> Rules {
-    match (r.group, r.kind) {
-        ("", "Pod") => Rules::Pod,
-        ("", "Namespace") => Rules::Namespace,
-        ("", "Service") => Rules::Service,
-        ("", "Secret") => Rules::Secret,
-        ("", "ConfigMap") => Rules::ConfigMap,
-        ("apps", "Deployment") => Rules::Deployment,
-        ("apps", "ReplicaSet") => Rules::ReplicaSet,
-        ("apps", "DaemonSet") => Rules::DaemonSet,
-        ("batch", "Job") => Rules::Job,
-        ("batch", "CronJob") => Rules::CronJob,
-        (rbac::GROUP, "Role") => Rules::Role,
-        (rbac::GROUP, "ClusterRole") => Rules::ClusterRole,
-        (rbac::GROUP, "RoleBinding") => Rules::RoleBinding,
-        (rbac::GROUP, "ClusterRoleBinding") => Rules::ClusterRoleBinding,
-        _ => Rules::Plain,
-    }
-}
 
 /// `fieldValidation`: what to do with fields the type does not have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +83,7 @@ pub fn generate_name(prefix: &str) -> String {
     format!("{base}{suffix}")
 }
 
-fn decode_typed<T: DeserializeOwned + Serialize>(
+pub(crate) fn decode_typed<T: DeserializeOwned + Serialize>(
     r: &ResourceType,
     obj: Value,
 ) -> Result<(Value, Vec<String>), ApiError> {
@@ -141,7 +92,7 @@ fn decode_typed<T: DeserializeOwned + Serialize>(
 
 /// [`decode_typed`], with `convert` applied to the typed object (upstream's conversion to its
 /// internal type, for the kinds where that changes something).
-fn decode_converted<T: DeserializeOwned + Serialize>(
+pub(crate) fn decode_converted<T: DeserializeOwned + Serialize>(
     r: &ResourceType,
     obj: Value,
     convert: impl FnOnce(&mut T),
@@ -162,63 +113,20 @@ fn decode_converted<T: DeserializeOwned + Serialize>(
 /// reported (and dropped, as upstream stores only what the type holds). A Secret's `stringData`
 /// is merged into its `data` here, so no rule, store or reader ever sees it.
 pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiError> {
-    match (r.group, r.kind) {
-        ("", "Pod") => decode_typed::<Pod>(r, obj),
-        ("", "Namespace") => decode_typed::<Namespace>(r, obj),
-        ("", "Node") => decode_typed::<Node>(r, obj),
-        ("", "Event") => decode_typed::<Event>(r, obj),
-        ("", "Service") => decode_typed::<Service>(r, obj),
-        ("", "Endpoints") => decode_typed::<Endpoints>(r, obj),
-        ("", "ConfigMap") => decode_typed::<ConfigMap>(r, obj),
-        ("", "Secret") => decode_converted::<Secret>(r, obj, secret::merge_string_data),
-        ("", "ServiceAccount") => decode_typed::<ServiceAccount>(r, obj),
-        ("apps", "Deployment") => decode_typed::<Deployment>(r, obj),
-        ("apps", "ReplicaSet") => decode_typed::<ReplicaSet>(r, obj),
-        ("apps", "DaemonSet") => decode_typed::<DaemonSet>(r, obj),
-        ("batch", "Job") => decode_typed::<Job>(r, obj),
-        ("batch", "CronJob") => decode_typed::<CronJob>(r, obj),
-        ("coordination.k8s.io", "Lease") => decode_typed::<Lease>(r, obj),
-        ("events.k8s.io", "Event") => decode_typed::<k8s_openapi::api::events::v1::Event>(r, obj),
-        (rbac::GROUP, "Role") => decode_typed::<k8s_openapi::api::rbac::v1::Role>(r, obj),
-        (rbac::GROUP, "ClusterRole") => {
-            decode_typed::<k8s_openapi::api::rbac::v1::ClusterRole>(r, obj)
-        }
-        (rbac::GROUP, "RoleBinding") => {
-            decode_typed::<k8s_openapi::api::rbac::v1::RoleBinding>(r, obj)
-        }
-        (rbac::GROUP, "ClusterRoleBinding") => {
-            decode_typed::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(r, obj)
-        }
-        ("authorization.k8s.io", "SelfSubjectAccessReview") => {
-            decode_typed::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(r, obj)
-        }
-        ("authorization.k8s.io", "SubjectAccessReview") => {
-            decode_typed::<k8s_openapi::api::authorization::v1::SubjectAccessReview>(r, obj)
-        }
-        ("authorization.k8s.io", "SelfSubjectRulesReview") => {
-            decode_typed::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(r, obj)
-        }
-        ("authentication.k8s.io", "TokenReview") => {
-            decode_typed::<k8s_openapi::api::authentication::v1::TokenReview>(r, obj)
-        }
-        ("authentication.k8s.io", "SelfSubjectReview") => {
-            decode_typed::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(r, obj)
-        }
-        _ => Ok((obj, Vec::new())),
-    }
+    (r.strategy.decode)(r, obj)
 }
 
 /// The typed form of an object that has already been decoded as its type.
-fn typed<T: DeserializeOwned>(obj: &Value) -> Result<T, ApiError> {
+pub(crate) fn typed<T: DeserializeOwned>(obj: &Value) -> Result<T, ApiError> {
     serde_json::from_value(obj.clone()).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
-fn untyped<T: Serialize>(t: &T) -> Result<Value, ApiError> {
+pub(crate) fn untyped<T: Serialize>(t: &T) -> Result<Value, ApiError> {
     serde_json::to_value(t).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// Reads `obj` as `T`, lets `f` change it, writes it back.
-fn with_typed<T: DeserializeOwned + Serialize>(
+pub(crate) fn with_typed<T: DeserializeOwned + Serialize>(
     obj: &mut Value,
     f: impl FnOnce(&mut T),
 ) -> Result<(), ApiError> {
@@ -235,7 +143,7 @@ fn default_template(t: &mut PodTemplateSpec) {
     t.spec = pod.spec;
 }
 
-fn set_default(obj: &mut Value, path: &[&str], value: Value) {
+pub(crate) fn set_default(obj: &mut Value, path: &[&str], value: Value) {
     let mut v = obj;
     for p in &path[..path.len() - 1] {
         if !v[*p].is_object() {
@@ -251,85 +159,48 @@ fn set_default(obj: &mut Value, path: &[&str], value: Value) {
 
 /// Upstream's defaults for the kinds that have them.
 pub fn apply_defaults(r: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
-    match rules(r) {
-        Rules::Pod => with_typed(obj, core::default_pod),
-        Rules::Namespace => {
-            set_default(obj, &["spec", "finalizers"], json!(["kubernetes"]));
-            set_default(obj, &["status", "phase"], json!("Active"));
-            Ok(())
-        }
-        Rules::Secret => with_typed(obj, secret::default_secret),
-        Rules::Service => {
-            core::default_service(obj);
-            Ok(())
-        }
-        Rules::Deployment => with_typed(obj, apps::default_deployment),
-        Rules::ReplicaSet => with_typed(obj, apps::default_replica_set),
-        Rules::DaemonSet => with_typed(obj, apps::default_daemon_set),
-        Rules::Job => with_typed(obj, batch::default_job),
-        Rules::CronJob => with_typed(obj, batch::default_cron_job),
-        Rules::RoleBinding => with_typed(obj, rbac::default_role_binding),
-        Rules::ClusterRoleBinding => with_typed(obj, rbac::default_cluster_role_binding),
-        Rules::ConfigMap | Rules::Plain | Rules::Role | Rules::ClusterRole => Ok(()),
-    }
+    (r.strategy.defaults)(obj)
 }
 
 /// What a create sets beyond metadata, once defaults are in (upstream's `PrepareForCreate`):
 /// no status from the client, a pod's initial status, a Job's generated selector.
 pub fn prepare_for_create(r: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
-    match rules(r) {
-        Rules::Pod => core::prepare_pod_create(obj),
-        Rules::Deployment | Rules::ReplicaSet => {
-            obj["status"] = json!({});
-            Ok(())
-        }
-        Rules::DaemonSet => with_typed(obj, apps::prepare_daemon_set_create),
-        Rules::Job => with_typed(obj, batch::prepare_job_create),
-        Rules::CronJob => {
-            obj["status"] = json!({});
-            Ok(())
-        }
-        Rules::Namespace
-        | Rules::Service
-        | Rules::Secret
-        | Rules::ConfigMap
-        | Rules::Plain
-        | Rules::Role
-        | Rules::ClusterRole
-        | Rules::RoleBinding
-        | Rules::ClusterRoleBinding => Ok(()),
-    }
+    (r.strategy.prepare_for_create)(obj)
 }
 
 fn metadata_of(obj: &Value) -> ObjectMeta {
     serde_json::from_value(obj["metadata"].clone()).unwrap_or_default()
 }
 
-/// Upstream's `ValidateObjectMeta` for a kind without rules of its own: names (a DNS label for
-/// namespaces and services), labels, annotations, owner references, finalizers.
-fn validate_meta(r: &ResourceType, obj: &Value) -> ErrorList {
+/// Upstream's `ValidateObjectMeta` for a kind without rules of its own: names, labels,
+/// annotations, owner references, finalizers.
+pub(crate) fn validate_meta(r: &ResourceType, obj: &Value) -> ErrorList {
     let meta = metadata_of(obj);
     let path = Path::root("metadata");
-    let mut errs = if r.namespaced {
+    if r.namespaced {
         api::validation::pod::validate_object_meta(&meta, &path)
     } else {
         let mut m = meta;
         m.namespace = Some("cluster-scoped".into()); // the rule for namespaced objects, minus the namespace
         api::validation::pod::validate_object_meta(&m, &path)
-    };
-    if matches!(rules(r), Rules::Namespace | Rules::Service) {
-        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-        if !name.is_empty() && !errs.0.iter().any(|e| e.field == "metadata.name") {
-            for m in api::validation::names::dns1123_label(name) {
-                errs.push(api::validation::FieldError::invalid(&path.child("name"), name, m));
-            }
+    }
+}
+
+/// [`validate_meta`], for kinds whose name is a DNS label (namespaces, services).
+pub(crate) fn validate_meta_dns_label(r: &ResourceType, obj: &Value) -> ErrorList {
+    let mut errs = validate_meta(r, obj);
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    if !name.is_empty() && !errs.0.iter().any(|e| e.field == "metadata.name") {
+        let path = Path::root("metadata").child("name");
+        for m in api::validation::names::dns1123_label(name) {
+            errs.push(api::validation::FieldError::invalid(&path, name, m));
         }
     }
     errs
 }
 
 /// The metadata's errors, then the kind's own.
-fn with_meta(r: &ResourceType, obj: &Value, kind: ErrorList) -> ErrorList {
+pub(crate) fn with_meta(r: &ResourceType, obj: &Value, kind: ErrorList) -> ErrorList {
     let mut errs = validate_meta(r, obj);
     errs.extend(kind);
     errs
@@ -342,24 +213,7 @@ fn invalid(r: &ResourceType, obj: &Value, errs: ErrorList) -> Result<(), ApiErro
 
 /// Create validation: each kind's rules, with upstream's paths and messages.
 pub fn validate(r: &ResourceType, obj: &Value) -> Result<(), ApiError> {
-    let errs = match rules(r) {
-        Rules::Pod => {
-            let pod: Pod = typed(obj)?;
-            api::validation::validate_pod(&pod).err().unwrap_or_default()
-        }
-        Rules::Deployment => apps::validate_deployment(&typed(obj)?, None),
-        Rules::ReplicaSet => apps::validate_replica_set(&typed(obj)?, None),
-        Rules::DaemonSet => apps::validate_daemon_set(&typed(obj)?, None),
-        Rules::Job => batch::validate_job(&typed(obj)?, None),
-        Rules::CronJob => batch::validate_cron_job(&typed(obj)?, None),
-        Rules::Secret => with_meta(r, obj, secret::validate(&typed(obj)?)),
-        Rules::ConfigMap => with_meta(r, obj, config_map::validate(&typed(obj)?)),
-        Rules::Role => rbac::validate_role(&typed(obj)?),
-        Rules::ClusterRole => rbac::validate_cluster_role(&typed(obj)?),
-        Rules::RoleBinding => rbac::validate_role_binding(&typed(obj)?),
-        Rules::ClusterRoleBinding => rbac::validate_cluster_role_binding(&typed(obj)?),
-        Rules::Namespace | Rules::Service | Rules::Plain => validate_meta(r, obj),
-    };
+    let errs = (r.strategy.validate)(r, obj)?;
     invalid(r, obj, errs)
 }
 
@@ -367,7 +221,7 @@ pub fn validate(r: &ResourceType, obj: &Value) -> Result<(), ApiError> {
 /// `status` subresource, the status rules.
 pub fn validate_update(
     r: &ResourceType,
-    sub: Option<&str>,
+    sub: Option<Subresource>,
     old: &Value,
     new: &Value,
 ) -> Result<(), ApiError> {
@@ -381,41 +235,11 @@ pub fn validate_update(
             &mut errs,
         );
     }
-    let status = sub == Some("status");
-    errs.extend(match (rules(r), status) {
-        (Rules::Pod, _) => core::validate_pod_update(sub, &typed(old)?, &typed(new)?),
-        (Rules::Deployment, false) => apps::validate_deployment(&typed(new)?, Some(&typed(old)?)),
-        (Rules::Deployment, true) => apps::validate_deployment_status(&typed(new)?, &typed(old)?),
-        (Rules::ReplicaSet, false) => apps::validate_replica_set(&typed(new)?, Some(&typed(old)?)),
-        (Rules::ReplicaSet, true) => apps::validate_replica_set_status(&typed(new)?),
-        (Rules::DaemonSet, false) => apps::validate_daemon_set(&typed(new)?, Some(&typed(old)?)),
-        (Rules::DaemonSet, true) => apps::validate_daemon_set_status(&typed(new)?, &typed(old)?),
-        (Rules::Job, false) => batch::validate_job(&typed(new)?, Some(&typed(old)?)),
-        (Rules::Job, true) => batch::validate_job_status(&typed(new)?, &typed(old)?),
-        (Rules::CronJob, false) => batch::validate_cron_job(&typed(new)?, Some(&typed(old)?)),
-        (Rules::CronJob, true) => ErrorList::default(),
-        (Rules::Secret, _) => {
-            with_meta(r, new, secret::validate_update(&typed(new)?, &typed(old)?))
-        }
-        (Rules::ConfigMap, _) => {
-            with_meta(r, new, config_map::validate_update(&typed(new)?, &typed(old)?))
-        }
-        (Rules::Role, _) => rbac::validate_role(&typed(new)?),
-        (Rules::ClusterRole, _) => rbac::validate_cluster_role(&typed(new)?),
-        (Rules::RoleBinding, _) => {
-            let (n, o): (RoleBinding, RoleBinding) = (typed(new)?, typed(old)?);
-            let mut errs = rbac::validate_role_binding(&n);
-            errs.extend(rbac::validate_role_ref_update(&n.role_ref, &o.role_ref));
-            errs
-        }
-        (Rules::ClusterRoleBinding, _) => {
-            let (n, o): (ClusterRoleBinding, ClusterRoleBinding) = (typed(new)?, typed(old)?);
-            let mut errs = rbac::validate_cluster_role_binding(&n);
-            errs.extend(rbac::validate_role_ref_update(&n.role_ref, &o.role_ref));
-            errs
-        }
-        (Rules::Namespace | Rules::Service | Rules::Plain, _) => validate_meta(r, new),
-    });
+    let rules = match sub {
+        Some(Subresource::Status) => r.strategy.validate_status_update,
+        _ => r.strategy.validate_update,
+    };
+    errs.extend(rules(r, old, new)?);
     invalid(r, new, errs)
 }
 
@@ -503,7 +327,7 @@ pub fn prepare_create(
 /// What an update keeps from the stored object, and whether it bumps the generation.
 pub fn prepare_update(
     r: &ResourceType,
-    subresource: Option<&str>,
+    subresource: Option<Subresource>,
     old: &Value,
     new: &mut Value,
 ) -> Result<(), ApiError> {
@@ -524,9 +348,9 @@ pub fn prepare_update(
             new["metadata"][immutable] = old["metadata"][immutable].clone();
         }
     }
-    let has_status = r.has_subresource("status");
+    let has_status = r.has_subresource(Subresource::Status);
     match subresource {
-        Some("status") => {
+        Some(Subresource::Status) => {
             // A status update changes only the status.
             let status = new["status"].take();
             *new = old.clone();
@@ -534,21 +358,21 @@ pub fn prepare_update(
         }
         // A binding sets spec.nodeName and the PodScheduled condition together; its own rule
         // (`binding::Binding::assign`) decides both.
-        Some("binding") => {}
+        Some(Subresource::Binding) => {}
         _ if has_status => new["status"] = old["status"].clone(),
         _ => {}
     }
     let spec_changed = old.get("spec") != new.get("spec") && new.get("spec").is_some();
     // Deployments copy their annotations to their ReplicaSets, so a change there is a change
     // of what is wanted too.
-    let annotations_changed = rules(r) == Rules::Deployment
+    let annotations_changed = r.strategy.annotations_are_spec
         && old["metadata"]["annotations"] != new["metadata"]["annotations"];
     if spec_changed || annotations_changed {
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
         new["metadata"]["generation"] = json!(generation + 1);
     }
-    if rules(r) == Rules::DaemonSet && subresource.is_none() {
-        apps::bump_template_generation(old, new);
+    if subresource.is_none() {
+        (r.strategy.prepare_for_update)(old, new);
     }
     Ok(())
 }

@@ -1,7 +1,6 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::resources::find;
 
 #[test]
 fn uids_and_generated_names_look_like_upstreams() {
@@ -16,7 +15,7 @@ fn uids_and_generated_names_look_like_upstreams() {
 
 #[test]
 fn decoding_reports_type_errors_with_paths_and_unknown_fields() {
-    let pods = find("", "v1", "pods").unwrap();
+    let pods = &crate::resources::PODS;
     let bad =
         json!({"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "eighty"}]}]}});
     let err = decode(pods, bad).unwrap_err();
@@ -28,7 +27,7 @@ fn decoding_reports_type_errors_with_paths_and_unknown_fields() {
 
 #[test]
 fn create_sets_metadata_and_pod_status() {
-    let pods = find("", "v1", "pods").unwrap();
+    let pods = &crate::resources::PODS;
     let mut obj = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "web-"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}});
     prepare_create(pods, Some("default"), &mut obj).unwrap();
     apply_defaults(pods, &mut obj).unwrap();
@@ -49,7 +48,7 @@ fn create_sets_metadata_and_pod_status() {
 
 #[test]
 fn updates_keep_identity_separate_status_and_bump_generation_on_spec_changes() {
-    let deploy = find("apps", "v1", "deployments").unwrap();
+    let deploy = &crate::resources::DEPLOYMENTS;
     let old = json!({"metadata": {"name": "web", "uid": "u1", "generation": 3}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
     let mut new = json!({"metadata": {"name": "web", "uid": "forged"}, "spec": {"replicas": 2}, "status": {"replicas": 9}});
     prepare_update(deploy, None, &old, &mut new).unwrap();
@@ -59,7 +58,8 @@ fn updates_keep_identity_separate_status_and_bump_generation_on_spec_changes() {
     );
     assert_eq!(new["status"]["replicas"], 1, "the main resource cannot write status");
     let mut status_only = json!({"spec": {"replicas": 5}, "status": {"replicas": 2}});
-    prepare_update(deploy, Some("status"), &old, &mut status_only).unwrap();
+    prepare_update(deploy, Some(crate::resources::Subresource::Status), &old, &mut status_only)
+        .unwrap();
     assert_eq!(
         (status_only["spec"]["replicas"].as_i64(), status_only["status"]["replicas"].as_i64()),
         (Some(1), Some(2))
@@ -69,7 +69,7 @@ fn updates_keep_identity_separate_status_and_bump_generation_on_spec_changes() {
 
 #[test]
 fn a_pod_spec_is_immutable_except_images() {
-    let pods = find("", "v1", "pods").unwrap();
+    let pods = &crate::resources::PODS;
     let pod = |image: &str, policy: &str| {
         let mut p = json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c", "image": image}], "restartPolicy": policy}});
         apply_defaults(pods, &mut p).unwrap();
@@ -94,7 +94,7 @@ fn a_pod_spec_is_immutable_except_images() {
 
 #[test]
 fn type_checks_fill_or_refuse_apiversion_and_kind() {
-    let pods = find("", "v1", "pods").unwrap();
+    let pods = &crate::resources::PODS;
     let mut bare = json!({"metadata": {"name": "p"}});
     check_type(pods, &mut bare).unwrap();
     assert_eq!((bare["apiVersion"].as_str(), bare["kind"].as_str()), (Some("v1"), Some("Pod")));

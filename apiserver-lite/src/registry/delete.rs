@@ -10,6 +10,7 @@ use api::validation::{ErrorList, FieldError, Path};
 use serde_json::{Value, json};
 
 use crate::errors::ApiError;
+use crate::kinds::Deletion;
 use crate::resources::ResourceType;
 
 /// `propagationPolicy`: what happens to the object's dependents.
@@ -116,17 +117,6 @@ impl DeleteOptions {
     }
 }
 
-/// What a kind's dependents get when a delete names no policy: Jobs of batch/v1 orphan their
-/// pods (upstream keeps that for compatibility, with a warning), everything else deletes them
-/// in the background.
-pub fn default_propagation(r: &ResourceType) -> Propagation {
-    if r.group == "batch" && r.version == "v1" && r.kind == "Job" {
-        Propagation::Orphan
-    } else {
-        Propagation::Background
-    }
-}
-
 /// The warning upstream gives for deleting batch/v1 Jobs without a policy.
 pub const JOB_ORPHAN_WARNING: &str = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning";
 
@@ -166,7 +156,7 @@ fn gc_finalizers(r: &ResourceType, current: &[String], opts: &DeleteOptions) -> 
         (Some(true), _) => Propagation::Orphan,
         (Some(false), _) => Propagation::Background,
         (None, Some(p)) => p,
-        (None, None) => existing.unwrap_or_else(|| default_propagation(r)),
+        (None, None) => existing.unwrap_or(r.strategy.default_propagation),
     };
     let mut out: Vec<String> = current
         .iter()
@@ -195,24 +185,6 @@ fn bump_generation(obj: &mut Value) {
     }
 }
 
-/// The kinds whose deletion is graceful (only pods: they wait for their kubelet).
-fn is_pod(r: &ResourceType) -> bool {
-    r.group.is_empty() && r.kind == "Pod"
-}
-
-/// Pods' `CheckGracefulDelete`: the requested period, else the pod's own; zero for a pod on no
-/// node or already finished. Negative periods count as one second.
-fn pod_grace_period(obj: &Value, requested: Option<i64>) -> i64 {
-    let mut period =
-        requested.or_else(|| obj["spec"]["terminationGracePeriodSeconds"].as_i64()).unwrap_or(0);
-    let unscheduled = obj["spec"]["nodeName"].as_str().is_none_or(str::is_empty);
-    let finished = matches!(obj["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
-    if unscheduled || finished {
-        period = 0;
-    }
-    period
-}
-
 /// Decides a delete of `obj` (preconditions already checked).
 pub fn decide(r: &ResourceType, obj: Value, opts: &DeleteOptions, now: jiff::Timestamp) -> Outcome {
     let mut obj = obj;
@@ -221,7 +193,7 @@ pub fn decide(r: &ResourceType, obj: Value, opts: &DeleteOptions, now: jiff::Tim
     let old_grace = obj["metadata"]["deletionGracePeriodSeconds"].as_i64();
     // BeforeDelete for the graceful kind: a period to wait, or a shorter one than before.
     let mut graceful_period = None;
-    if is_pod(r) {
+    if let Deletion::Graceful(grace_period) = r.strategy.deletion {
         match (deleting, old_grace) {
             (Some(ts), Some(old)) if old > 0 => match requested {
                 Some(new) if new < old => {
@@ -237,7 +209,7 @@ pub fn decide(r: &ResourceType, obj: Value, opts: &DeleteOptions, now: jiff::Tim
             // Marked with no period left: handled as a plain deletion below.
             (Some(_), _) => {}
             (None, _) => {
-                let period = pod_grace_period(&obj, requested);
+                let period = grace_period(&obj, requested);
                 let when = now + jiff::SignedDuration::from_secs(period);
                 obj["metadata"]["deletionTimestamp"] = json!(rfc3339(when));
                 obj["metadata"]["deletionGracePeriodSeconds"] = json!(period);
@@ -284,7 +256,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::resources::find;
 
     fn now() -> jiff::Timestamp {
         "2024-01-01T00:00:00Z".parse().unwrap()
@@ -300,7 +271,7 @@ mod tests {
 
     #[test]
     fn propagation_picks_the_gc_finalizer_and_marks_or_removes() {
-        let d = find("apps", "v1", "deployments").unwrap();
+        let d = &crate::resources::DEPLOYMENTS;
         assert!(matches!(
             decide(d, deploy(), &with(Propagation::Background), now()),
             Outcome::Remove(_)
@@ -349,7 +320,7 @@ mod tests {
 
     #[test]
     fn batch_v1_jobs_orphan_their_pods_by_default() {
-        let jobs = find("batch", "v1", "jobs").unwrap();
+        let jobs = &crate::resources::JOBS;
         let Outcome::Mark(o) = decide(jobs, deploy(), &DeleteOptions::default(), now()) else {
             panic!()
         };
@@ -358,7 +329,7 @@ mod tests {
             decide(jobs, deploy(), &with(Propagation::Background), now()),
             Outcome::Remove(_)
         ));
-        let cronjobs = find("batch", "v1", "cronjobs").unwrap();
+        let cronjobs = &crate::resources::CRON_JOBS;
         assert!(matches!(
             decide(cronjobs, deploy(), &DeleteOptions::default(), now()),
             Outcome::Remove(_)
@@ -367,7 +338,7 @@ mod tests {
 
     #[test]
     fn pods_on_a_node_wait_their_grace_period_which_may_only_shorten() {
-        let pods = find("", "v1", "pods").unwrap();
+        let pods = &crate::resources::PODS;
         let pod = json!({"metadata": {"name": "p", "generation": 1}, "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 30}, "status": {"phase": "Running"}});
         let Outcome::Mark(marked) = decide(pods, pod.clone(), &DeleteOptions::default(), now())
         else {

@@ -20,10 +20,12 @@ use serde_json::{Value, json};
 
 use crate::admission::Admission;
 use crate::errors::ApiError;
+use crate::kinds::Deletion;
+
 pub use crate::list::{ListAt, ListOptions, ListPage};
 use crate::managedfields::FieldManager;
 use crate::objects::{self, FieldValidation};
-use crate::resources::{self, ResourceType};
+use crate::resources::{self, ResourceType, Subresource};
 use crate::storage::Store;
 use crate::storage::memory::Mutation;
 pub use delete::{DeleteOptions, DeleteQuery, Propagation};
@@ -50,7 +52,7 @@ pub(crate) fn field_manager(r: &ResourceType, sub: Option<&str>) -> FieldManager
         &r.group_version(),
         r.kind,
         sub.unwrap_or_default(),
-        r.has_subresource("status"),
+        r.has_subresource(Subresource::Status),
     )
 }
 
@@ -116,8 +118,7 @@ impl Registry {
 
     /// Creates the initial namespaces that are missing.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
-        let ns = resources::find("", "v1", "namespaces")
-            .ok_or_else(|| ApiError::internal("no namespaces resource"))?;
+        let ns = &resources::NAMESPACES;
         for name in INITIAL_NAMESPACES {
             if self.store.get(&ns.key(None, name)).is_none() {
                 let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
@@ -135,8 +136,7 @@ impl Registry {
 
     fn require_namespace(&self, r: &ResourceType, ns: Option<&str>) -> Result<(), ApiError> {
         let Some(ns) = ns.filter(|_| r.namespaced) else { return Ok(()) };
-        let nsr = resources::find("", "v1", "namespaces")
-            .ok_or_else(|| ApiError::internal("no namespaces resource"))?;
+        let nsr = &resources::NAMESPACES;
         let stored =
             self.store.get(&nsr.key(None, ns)).ok_or_else(|| ApiError::namespace_not_found(ns))?;
         let obj = parse(&stored.value)?;
@@ -155,7 +155,7 @@ impl Registry {
         if !wants || svc["spec"]["clusterIP"].as_str().is_some_and(|ip| !ip.is_empty()) {
             return;
         }
-        let Some(services) = resources::find("", "v1", "services") else { return };
+        let services = &resources::SERVICES;
         let (existing, _) = self.store.list(&services.prefix(None));
         let used: std::collections::HashSet<String> = existing
             .iter()
@@ -248,7 +248,8 @@ impl Registry {
         self.admission.admit_create(r, ns, &mut obj, self).await?;
         objects::prepare_for_create(r, &mut obj)?;
         objects::validate(r, &obj)?;
-        if r.group.is_empty() && r.kind == "Service" {
+        // Service storage allocates the cluster IP.
+        if *r == resources::SERVICES {
             self.allocate_cluster_ip(&mut obj);
         }
         let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
@@ -368,6 +369,12 @@ impl Registry {
         F: FnOnce(&Value) -> Result<Value, ApiError>,
     {
         let WriteOptions { dry_run, validation } = w;
+        let subresource = sub
+            .map(|s| {
+                Subresource::parse(s)
+                    .ok_or_else(|| ApiError::internal(format!("no subresource {s:?}")))
+            })
+            .transpose()?;
         let key = r.key(ns, name);
         let mut result = None;
         let mut warnings = Vec::new();
@@ -389,9 +396,9 @@ impl Registry {
                 objects::apply_defaults(r, &mut new)?;
                 self.admission.admit_update(r, sub, &mut new)?;
                 let applied_fields = new["metadata"].get("managedFields").cloned();
-                objects::prepare_update(r, sub, &old, &mut new)?;
+                objects::prepare_update(r, subresource, &old, &mut new)?;
                 match track {
-                    Track::Update(manager) if sub != Some("binding") => {
+                    Track::Update(manager) if subresource != Some(Subresource::Binding) => {
                         field_manager(r, sub).update(&old, &mut new, manager, false);
                     }
                     Track::Update(_) => {}
@@ -404,7 +411,7 @@ impl Registry {
                         }
                     },
                 }
-                objects::validate_update(r, sub, &old, &new)?;
+                objects::validate_update(r, subresource, &old, &new)?;
                 new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
                 if new == old {
                     result = Some(old);
@@ -438,7 +445,7 @@ impl Registry {
     ) -> Result<Deleted, ApiError> {
         let dry_run = dry_run || opts.dry_run;
         let key = r.key(ns, name);
-        let namespace = r.group.is_empty() && r.kind == "Namespace";
+        let namespace = matches!(r.strategy.deletion, Deletion::Terminate);
         let now = jiff::Timestamp::now();
         let mut out = None;
         self.store
@@ -470,7 +477,7 @@ impl Registry {
             .await?;
         let (object, removed) = out.ok_or_else(|| ApiError::internal("delete produced nothing"))?;
         let mut warnings = Vec::new();
-        if delete::default_propagation(r) == Propagation::Orphan && opts.no_policy() {
+        if r.strategy.default_propagation == Propagation::Orphan && opts.no_policy() {
             warnings.push(delete::JOB_ORPHAN_WARNING.to_string());
         }
         Ok(Deleted { object, removed, warnings })

@@ -16,7 +16,7 @@ impl Registry {
         self: Arc<Self>,
         stop: tokio_util::sync::CancellationToken,
     ) {
-        let Some(nsr) = resources::find("", "v1", "namespaces") else { return };
+        let nsr = &resources::NAMESPACES;
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -59,17 +59,16 @@ impl Registry {
                 return;
             }
         }
-        if let Some(nsr) = resources::find("", "v1", "namespaces") {
-            let key = nsr.key(None, ns);
-            let result = self
-                .store
-                .mutate::<ApiError, _>(&key, |cur, _| {
-                    Ok(if cur.is_some() { Mutation::Delete } else { Mutation::Unchanged })
-                })
-                .await;
-            if let Err(e) = result {
-                tracing::warn!(namespace = ns, error = %e, "removing the namespace");
-            }
+        let nsr = &resources::NAMESPACES;
+        let key = nsr.key(None, ns);
+        let result = self
+            .store
+            .mutate::<ApiError, _>(&key, |cur, _| {
+                Ok(if cur.is_some() { Mutation::Delete } else { Mutation::Unchanged })
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(namespace = ns, error = %e, "removing the namespace");
         }
     }
 }

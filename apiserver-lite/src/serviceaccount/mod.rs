@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, Secret, ServiceAccount};
 use serde::de::DeserializeOwned;
 
 use crate::registry::Registry;
-use crate::resources;
+use crate::resources::{self, ResourceType};
 
 /// `--service-account-issuer` when none is given.
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
@@ -70,27 +70,26 @@ pub trait Objects: Send + Sync + std::fmt::Debug {
 impl Registry {
     fn typed<T: DeserializeOwned>(
         &self,
-        resource: &str,
+        r: &ResourceType,
         ns: Option<&str>,
         name: &str,
     ) -> Option<T> {
-        let r = resources::find("", "v1", resource)?;
         serde_json::from_value(self.get(r, ns, name).ok()?).ok()
     }
 }
 
 impl Objects for Registry {
     fn service_account(&self, namespace: &str, name: &str) -> Option<ServiceAccount> {
-        self.typed("serviceaccounts", Some(namespace), name)
+        self.typed(&resources::SERVICE_ACCOUNTS, Some(namespace), name)
     }
     fn pod(&self, namespace: &str, name: &str) -> Option<Pod> {
-        self.typed("pods", Some(namespace), name)
+        self.typed(&resources::PODS, Some(namespace), name)
     }
     fn secret(&self, namespace: &str, name: &str) -> Option<Secret> {
-        self.typed("secrets", Some(namespace), name)
+        self.typed(&resources::SECRETS, Some(namespace), name)
     }
     fn node(&self, name: &str) -> Option<Node> {
-        self.typed("nodes", None, name)
+        self.typed(&resources::NODES, None, name)
     }
 }
 

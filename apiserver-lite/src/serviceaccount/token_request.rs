@@ -18,7 +18,7 @@ use super::{
 use crate::errors::ApiError;
 use crate::objects::FieldValidation;
 use crate::registry;
-use crate::resources;
+use crate::resources::{self, ResourceType};
 
 const GROUP: &str = "authentication.k8s.io";
 const KIND: &str = "TokenRequest";
@@ -53,11 +53,8 @@ fn group_version(api_version: &str) -> (&str, &str) {
     api_version.split_once('/').unwrap_or(("", api_version))
 }
 
-fn not_found(resource: &str, name: &str) -> ApiError {
-    match resources::find("", "v1", resource) {
-        Some(r) => ApiError::not_found(r, name),
-        None => ApiError::internal(format!("no {resource} resource")),
-    }
+fn not_found(r: &ResourceType, name: &str) -> ApiError {
+    ApiError::not_found(r, name)
 }
 
 /// Answers a token request for ServiceAccount `name` in `namespace` at `now` (seconds):
@@ -91,7 +88,7 @@ pub fn create(
     }
     let sa = objects
         .service_account(namespace, name)
-        .ok_or_else(|| not_found("serviceaccounts", name))?;
+        .ok_or_else(|| not_found(&resources::SERVICE_ACCOUNTS, name))?;
     let sa_uid = sa.metadata.uid.clone().unwrap_or_default();
     match req.metadata.uid.as_deref() {
         Some(uid) if !uid.is_empty() && uid != sa_uid => warnings.push(format!(
@@ -188,7 +185,8 @@ fn bind(
     let (group, version) = group_version(api_version);
     let (bound, uid) = match (group, kind) {
         ("", "Pod") => {
-            let pod = objects.pod(namespace, name).ok_or_else(|| not_found("pods", name))?;
+            let pod =
+                objects.pod(namespace, name).ok_or_else(|| not_found(&resources::PODS, name))?;
             let spec = pod.spec.unwrap_or_default();
             if spec.service_account_name.as_deref().unwrap_or_default() != sa {
                 return Err(ApiError::bad_request(format!(
@@ -204,13 +202,14 @@ fn bind(
             (Bound::Pod { pod: Ref::new(name, uid.clone()), node }, uid)
         }
         ("", "Node") => {
-            let node = objects.node(name).ok_or_else(|| not_found("nodes", name))?;
+            let node = objects.node(name).ok_or_else(|| not_found(&resources::NODES, name))?;
             let uid = node.metadata.uid.unwrap_or_default();
             (Bound::Node(Ref::new(name, uid.clone())), uid)
         }
         ("", "Secret") => {
-            let secret =
-                objects.secret(namespace, name).ok_or_else(|| not_found("secrets", name))?;
+            let secret = objects
+                .secret(namespace, name)
+                .ok_or_else(|| not_found(&resources::SECRETS, name))?;
             let uid = secret.metadata.uid.unwrap_or_default();
             (Bound::Secret(Ref::new(name, uid.clone())), uid)
         }

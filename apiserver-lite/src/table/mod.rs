@@ -2,7 +2,7 @@
 //! metadata (or the whole object with `includeObject=Object`), which `-A`, `--show-labels` and
 //! `-L` read.
 
-mod printers;
+pub(crate) mod printers;
 
 use serde_json::{Value, json};
 
@@ -127,7 +127,7 @@ mod tests {
 
     #[test]
     fn role_bindings_show_the_role_and_their_subjects_by_kind() {
-        let rb = find("rbac.authorization.k8s.io", "v1", "rolebindings").unwrap();
+        let rb = &crate::resources::ROLE_BINDINGS;
         let o = serde_json::json!({
             "metadata": {"name": "b", "creationTimestamp": "2020-01-01T00:00:00Z"},
             "roleRef": {"kind": "ClusterRole", "name": "view"},
@@ -144,14 +144,14 @@ mod tests {
         assert_eq!(cells[3], ("Users", "alice, bob".to_string()));
         assert_eq!(cells[4], ("Groups", "devs".to_string()));
         assert_eq!(cells[5], ("ServiceAccounts", "a/web".to_string()));
-        let roles = find("rbac.authorization.k8s.io", "v1", "clusterroles").unwrap();
+        let roles = &crate::resources::CLUSTER_ROLES;
         let names: Vec<&str> = printers::columns(roles).iter().map(|c| c.name).collect();
         assert_eq!(names, ["Name", "Created At"]);
     }
 
     #[test]
     fn pod_rows_have_kubectls_columns() {
-        let pods = find("", "v1", "pods").unwrap();
+        let pods = &crate::resources::PODS;
         let pod = json!({
             "metadata": {"name": "nginx-pod", "namespace": "default", "labels": {"app": "nginx"}, "creationTimestamp": "2020-01-01T00:00:00Z"},
             "spec": {"nodeName": "node-1", "containers": [{"name": "nginx"}]},
@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn job_and_cronjob_rows_read_as_kubectls() {
-        let jobs = find("batch", "v1", "jobs").unwrap();
+        let jobs = &crate::resources::JOBS;
         let cells = |r, o: Value| {
             table(r, &[o], IncludeObject::None, json!({}), true)["rows"][0]["cells"].clone()
         };
@@ -308,7 +308,7 @@ mod tests {
             "conditions": [{"type": "FailureTarget", "status": "True"}, {"type": "Failed", "status": "True"}]}});
         assert_eq!(cells(jobs, failed)[1], "Failed");
 
-        let cronjobs = find("batch", "v1", "cronjobs").unwrap();
+        let cronjobs = &crate::resources::CRON_JOBS;
         let cj = json!({"metadata": {"name": "tick"}, "spec": {"schedule": "*/1 * * * *", "suspend": false,
             "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "tick", "image": "busybox:1.35"}]}}}}},
             "status": {"active": [{"name": "tick-1"}]}});

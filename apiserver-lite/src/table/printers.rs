@@ -25,50 +25,55 @@ const AGE: Column = col("Age", "string", 0);
 /// A row: each column with its cell.
 pub type Row = Vec<(Column, Value)>;
 
-/// The row of `o`, a `r`.
+/// The row of `o`, a `r`: its kind's printer.
 pub fn row(r: &ResourceType, o: &Value, now: jiff::Timestamp) -> Row {
-    match (r.group, r.name) {
-        ("", "pods") => pod(o, now),
-        ("", "nodes") => node(o, now),
-        ("", "namespaces") => {
-            vec![name(o), (col("Status", "string", 0), str(&o["status"]["phase"])), age_of(o, now)]
-        }
-        ("", "events") => event(o, now, Event::Core),
-        ("events.k8s.io", "events") => event(o, now, Event::EventsV1),
-        ("apps", "deployments") => deployment(o, now),
-        ("apps", "replicasets") => replicaset(o, now),
-        ("apps", "daemonsets") => daemonset(o, now),
-        ("apps", "controllerrevisions") => controller_revision(o, now),
-        ("batch", "jobs") => job(o, now),
-        ("batch", "cronjobs") => cronjob(o, now),
-        ("", "services") => service(o, now),
-        ("", "configmaps") => {
-            let data = o["data"].as_object().map_or(0, |d| d.len())
-                + o["binaryData"].as_object().map_or(0, |d| d.len());
-            vec![name(o), (col("Data", "integer", 0), json!(data)), age_of(o, now)]
-        }
-        ("", "secrets") => vec![
-            name(o),
-            (col("Type", "string", 0), str(&o["type"])),
-            (col("Data", "integer", 0), json!(o["data"].as_object().map_or(0, |d| d.len()))),
-            age_of(o, now),
-        ],
-        ("coordination.k8s.io", "leases") => vec![
-            name(o),
-            (col("Holder", "string", 0), str(&o["spec"]["holderIdentity"])),
-            age_of(o, now),
-        ],
-        ("rbac.authorization.k8s.io", "roles" | "clusterroles") => {
-            vec![name(o), (col("Created At", "date", 0), str(&o["metadata"]["creationTimestamp"]))]
-        }
-        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => binding(o, now),
-        _ => vec![name(o), age_of(o, now)],
-    }
+    (r.strategy.printer)(o, now)
+}
+
+/// The columns of a kind with no printer of its own.
+pub(crate) fn plain(o: &Value, now: jiff::Timestamp) -> Row {
+    vec![name(o), age_of(o, now)]
+}
+
+pub(crate) fn namespace(o: &Value, now: jiff::Timestamp) -> Row {
+    vec![name(o), (col("Status", "string", 0), str(&o["status"]["phase"])), age_of(o, now)]
+}
+
+pub(crate) fn core_event(o: &Value, now: jiff::Timestamp) -> Row {
+    event(o, now, Event::Core)
+}
+
+pub(crate) fn events_v1_event(o: &Value, now: jiff::Timestamp) -> Row {
+    event(o, now, Event::EventsV1)
+}
+
+pub(crate) fn config_map(o: &Value, now: jiff::Timestamp) -> Row {
+    let data = o["data"].as_object().map_or(0, |d| d.len())
+        + o["binaryData"].as_object().map_or(0, |d| d.len());
+    vec![name(o), (col("Data", "integer", 0), json!(data)), age_of(o, now)]
+}
+
+pub(crate) fn secret(o: &Value, now: jiff::Timestamp) -> Row {
+    vec![
+        name(o),
+        (col("Type", "string", 0), str(&o["type"])),
+        (col("Data", "integer", 0), json!(o["data"].as_object().map_or(0, |d| d.len()))),
+        age_of(o, now),
+    ]
+}
+
+pub(crate) fn lease(o: &Value, now: jiff::Timestamp) -> Row {
+    vec![name(o), (col("Holder", "string", 0), str(&o["spec"]["holderIdentity"])), age_of(o, now)]
+}
+
+/// Roles and cluster roles.
+pub(crate) fn role(o: &Value, _: jiff::Timestamp) -> Row {
+    vec![name(o), (col("Created At", "date", 0), str(&o["metadata"]["creationTimestamp"]))]
 }
 
 /// Upstream's role binding columns: the role as `Kind/name`, and (wide) the subjects by kind,
 /// service accounts as `namespace/name`.
-fn binding(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn binding(o: &Value, now: jiff::Timestamp) -> Row {
     let (mut users, mut groups, mut accounts) = (Vec::new(), Vec::new(), Vec::new());
     for subject in o["subjects"].as_array().into_iter().flatten() {
         let name = s(&subject["name"]);
@@ -115,7 +120,7 @@ fn none_if_empty(v: String) -> Value {
     json!(or_none(v))
 }
 
-fn pod(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn pod(o: &Value, now: jiff::Timestamp) -> Row {
     let summary = PodSummary::of(o);
     vec![
         name(o),
@@ -148,7 +153,7 @@ fn readiness_gates(o: &Value) -> String {
     format!("{true_}/{}", gates.len())
 }
 
-fn node(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn node(o: &Value, now: jiff::Timestamp) -> Row {
     let ready =
         o["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Ready");
     let mut status = if ready.is_some_and(|c| c["status"] == "True") {
@@ -261,7 +266,7 @@ fn template_columns(o: &Value) -> [(Column, Value); 3] {
     ]
 }
 
-fn deployment(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn deployment(o: &Value, now: jiff::Timestamp) -> Row {
     let ready = format!(
         "{}/{}",
         o["status"]["readyReplicas"].as_i64().unwrap_or(0),
@@ -278,7 +283,7 @@ fn deployment(o: &Value, now: jiff::Timestamp) -> Row {
     row
 }
 
-fn replicaset(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn replica_set(o: &Value, now: jiff::Timestamp) -> Row {
     let mut row = vec![
         name(o),
         (col("Desired", "integer", 0), int(&o["spec"]["replicas"])),
@@ -290,7 +295,7 @@ fn replicaset(o: &Value, now: jiff::Timestamp) -> Row {
     row
 }
 
-fn daemonset(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn daemon_set(o: &Value, now: jiff::Timestamp) -> Row {
     let st = &o["status"];
     let mut row = vec![
         name(o),
@@ -310,7 +315,7 @@ fn daemonset(o: &Value, now: jiff::Timestamp) -> Row {
 }
 
 /// Upstream's `printControllerRevision`: the controller as `<kind>.<group>/<name>`.
-fn controller_revision(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn controller_revision(o: &Value, now: jiff::Timestamp) -> Row {
     let owner = o["metadata"]["ownerReferences"]
         .as_array()
         .and_then(|refs| refs.iter().find(|r| r["controller"] == json!(true)));
@@ -347,7 +352,7 @@ fn timestamp(v: &Value) -> Option<jiff::Timestamp> {
     v.as_str().and_then(|t| t.parse().ok())
 }
 
-fn job(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn job(o: &Value, now: jiff::Timestamp) -> Row {
     let (spec, st) = (&o["spec"], &o["status"]);
     let succeeded = st["succeeded"].as_i64().unwrap_or(0);
     let completions = match spec["completions"].as_i64() {
@@ -388,7 +393,7 @@ fn job(o: &Value, now: jiff::Timestamp) -> Row {
     row
 }
 
-fn cronjob(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn cron_job(o: &Value, now: jiff::Timestamp) -> Row {
     let (spec, st) = (&o["spec"], &o["status"]);
     let last = match &st["lastScheduleTime"] {
         Value::Null => "<none>".to_string(),
@@ -415,7 +420,7 @@ fn cronjob(o: &Value, now: jiff::Timestamp) -> Row {
     ]
 }
 
-fn service(o: &Value, now: jiff::Timestamp) -> Row {
+pub(crate) fn service(o: &Value, now: jiff::Timestamp) -> Row {
     let ports: Vec<String> = o["spec"]["ports"]
         .as_array()
         .into_iter()

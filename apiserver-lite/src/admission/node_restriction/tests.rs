@@ -170,7 +170,7 @@ fn a_mirror_pod_must_be_owned_by_the_registered_node_as_its_controller() {
 fn pods_bound_elsewhere_are_neither_deleted_nor_given_status() {
     let objects = objects();
     let a = node_user("a");
-    let pods = find("", "v1", "pods").unwrap();
+    let pods = &crate::resources::PODS;
     let nr = NodeRestriction::over(&objects, &a, true);
     assert!(nr.admit_delete(pods, Some("d"), "web").is_ok());
     assert_eq!(
@@ -222,7 +222,7 @@ fn pods_bound_elsewhere_are_neither_deleted_nor_given_status() {
 fn a_node_writes_only_its_own_node_keeping_taints_and_restricted_labels() {
     let objects = objects();
     let a = node_user("a");
-    let nodes = find("", "v1", "nodes").unwrap();
+    let nodes = &crate::resources::NODES;
     let nr = NodeRestriction::over(&objects, &a, true);
     let node = |name: &str, labels: Value, taints: Value| json!({"metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}});
     let ours = json!({"kubernetes.io/hostname": "a", "kubernetes.io/os": "linux", "node.kubernetes.io/exclude-from-external-load-balancers": "", "example.com/team": "x"});
@@ -299,7 +299,7 @@ fn leases_and_tokens_are_the_nodes_own() {
         message(create(&objects, &a, "leases", Some("default"), &lease("default", "a"))),
         "leases.coordination.k8s.io \"a\" is forbidden: can only access leases in the \"kube-node-lease\" system namespace"
     );
-    let sa = find("", "v1", "serviceaccounts").unwrap();
+    let sa = &crate::resources::SERVICE_ACCOUNTS;
     let nr = NodeRestriction::over(&objects, &a, true);
     let token = |bound: Value| {
         let req: TokenRequest =
@@ -343,7 +343,7 @@ fn leases_and_tokens_are_the_nodes_own() {
 #[test]
 fn others_pass_and_a_nameless_node_or_a_disabled_plugin_are_handled() {
     let objects = objects();
-    let pods = find("", "v1", "pods").unwrap();
+    let pods = &crate::resources::PODS;
     let plain = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}});
     let alice = User { name: "alice".into(), ..User::default() };
     assert!(

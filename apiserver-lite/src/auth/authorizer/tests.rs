@@ -2,7 +2,6 @@ use serde_json::json;
 
 use super::*;
 use crate::auth::rbac::Index;
-use crate::resources::find;
 
 fn user(name: &str, groups: &[&str]) -> User {
     User {
@@ -31,7 +30,7 @@ fn modes_parse_as_upstreams_flag_and_refuse_what_is_unknown() {
 
 #[test]
 fn masters_pass_before_any_mode_and_no_opinion_everywhere_is_a_refusal() {
-    let pods = find("", "v1", "pods").unwrap();
+    let pods = &crate::resources::PODS;
     let nothing = Authorizer::new(vec![Mode::Node], Arc::new(Rbac::default()));
     let admin = user("admin", &["system:masters"]);
     assert!(nothing.authorize(&admin, "delete", pods, Some("a"), Some("p"), None).is_ok());
@@ -44,14 +43,14 @@ fn masters_pass_before_any_mode_and_no_opinion_everywhere_is_a_refusal() {
             "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"a\""
         )
     );
-    let nodes = find("", "v1", "nodes").unwrap();
+    let nodes = &crate::resources::NODES;
     let err =
         nothing.authorize(&alice, "get", nodes, None, Some("n1"), Some("status")).unwrap_err();
     assert_eq!(
         err.message,
         "nodes \"n1\" is forbidden: User \"alice\" cannot get resource \"nodes/status\" in API group \"\" at the cluster scope"
     );
-    let deploy = find("apps", "v1", "deployments").unwrap();
+    let deploy = &crate::resources::DEPLOYMENTS;
     let err = nothing.authorize(&alice, "create", deploy, Some("a"), None, None).unwrap_err();
     assert!(err.message.starts_with("deployments.apps is forbidden: "), "{}", err.message);
     let err = nothing.authorize_path(&alice, "get", "/version").unwrap_err();
@@ -61,7 +60,7 @@ fn masters_pass_before_any_mode_and_no_opinion_everywhere_is_a_refusal() {
 
 #[test]
 fn the_first_mode_with_an_opinion_decides_in_flag_order() {
-    let secrets = find("", "v1", "secrets").unwrap();
+    let secrets = &crate::resources::SECRETS;
     let alice = user("alice", &["system:authenticated"]);
     let node = user("system:node:n1", &["system:nodes", "system:authenticated"]);
     let rbac_only = chain(&[Mode::Rbac]);
@@ -70,7 +69,7 @@ fn the_first_mode_with_an_opinion_decides_in_flag_order() {
         "RBAC alone gives nodes nothing"
     );
     let node_rbac = chain(&[Mode::Node, Mode::Rbac]);
-    let services = find("", "v1", "services").unwrap();
+    let services = &crate::resources::SERVICES;
     assert!(node_rbac.authorize(&node, "get", services, Some("a"), Some("s"), None).is_ok());
     assert!(node_rbac.authorize(&alice, "get", services, Some("a"), Some("s"), None).is_err());
     assert!(node_rbac.authorize(&alice, "get", secrets, Some("a"), Some("s"), None).is_err());
@@ -121,7 +120,7 @@ fn a_list_or_watch_is_about_the_object_its_field_selector_names() {
     );
     let authz = Authorizer::new(vec![Mode::Node, Mode::Rbac], Arc::new(Rbac::with_index(index)));
     let alice = user("alice", &["system:authenticated"]);
-    let cms = find("", "v1", "configmaps").unwrap();
+    let cms = &crate::resources::CONFIG_MAPS;
     assert!(authz.authorize_list(&alice, "watch", cms, Some("a"), "metadata.name=web").is_ok());
     assert!(authz.authorize_list(&alice, "watch", cms, Some("a"), "metadata.name=other").is_err());
     assert!(authz.authorize_list(&alice, "list", cms, Some("a"), "").is_err());

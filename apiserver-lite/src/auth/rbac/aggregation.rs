@@ -60,10 +60,7 @@ pub fn pending(index: &Index) -> Vec<(String, Vec<PolicyRule>)> {
 /// Writes the aggregated roles that are behind; returns how many were written.
 pub async fn run_once(rbac: &Rbac, registry: &Registry) -> usize {
     let todo = pending(&rbac.read());
-    let Some(cluster_roles) = resources::find(crate::objects::rbac::GROUP, "v1", "clusterroles")
-    else {
-        return 0;
-    };
+    let cluster_roles = &resources::CLUSTER_ROLES;
     let w = WriteOptions { dry_run: false, validation: FieldValidation::Ignore };
     let mut written = 0;
     for (name, rules) in todo {

@@ -16,7 +16,6 @@ use super::policy::{self, AUTOUPDATE};
 use super::rule;
 use crate::errors::ApiError;
 use crate::objects::FieldValidation;
-use crate::objects::rbac::GROUP;
 use crate::registry::{DeleteOptions, Registry, WriteOptions};
 use crate::resources::{self, ResourceType};
 
@@ -105,10 +104,6 @@ pub fn binding(
     if &out == existing { Action::Keep } else { Action::Update(out) }
 }
 
-fn resource(name: &str) -> Result<&'static ResourceType, ApiError> {
-    resources::find(GROUP, "v1", name).ok_or_else(|| ApiError::internal(format!("no {name}")))
-}
-
 const WRITE: WriteOptions = WriteOptions { dry_run: false, validation: FieldValidation::Ignore };
 
 async fn carry_out<T: Serialize + DeserializeOwned + Clone>(
@@ -159,12 +154,12 @@ async fn carry_out<T: Serialize + DeserializeOwned + Clone>(
 
 /// Reconciles every bootstrap cluster role and binding against the store.
 pub async fn bootstrap(registry: &Registry) -> Result<(), ApiError> {
-    let roles = resource("clusterroles")?;
+    let roles = &resources::CLUSTER_ROLES;
     for expected in policy::cluster_roles() {
         let name = expected.metadata.name.clone().unwrap_or_default();
         carry_out(registry, roles, &name, |e| role(e, &expected)).await?;
     }
-    let bindings = resource("clusterrolebindings")?;
+    let bindings = &resources::CLUSTER_ROLE_BINDINGS;
     for expected in policy::cluster_role_bindings() {
         let name = expected.metadata.name.clone().unwrap_or_default();
         carry_out(registry, bindings, &name, |e| binding(e, &expected)).await?;

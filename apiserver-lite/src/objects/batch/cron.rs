@@ -46,7 +46,7 @@ fn validate_time_zone(tz: &str, path: &Path, errs: &mut ErrorList) {
 }
 
 /// Upstream's `ValidateCronJobCreate`, and with the stored CronJob, `ValidateCronJobUpdate`.
-pub(in crate::objects) fn validate_cron_job(cj: &CronJob, old: Option<&CronJob>) -> ErrorList {
+pub(crate) fn validate_cron_job(cj: &CronJob, old: Option<&CronJob>) -> ErrorList {
     let mut errs = validate_object_meta(&cj.metadata, &Path::root("metadata"));
     let empty = Default::default();
     let spec = cj.spec.as_ref().unwrap_or(&empty);

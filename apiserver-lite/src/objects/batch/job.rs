@@ -61,7 +61,7 @@ fn validate_generated_selector(job: &Job, require_prefixed: bool, errs: &mut Err
 }
 
 /// Upstream's `ValidateJob`, and with the stored Job, `ValidateJobUpdate`.
-pub(in crate::objects) fn validate_job(job: &Job, old: Option<&Job>) -> ErrorList {
+pub(crate) fn validate_job(job: &Job, old: Option<&Job>) -> ErrorList {
     let mut errs = validate_object_meta(&job.metadata, &Path::root("metadata"));
     let empty = JobSpec::default();
     let spec = job.spec.as_ref().unwrap_or(&empty);

@@ -21,12 +21,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::default_template;
 pub use cron::time_zone;
-pub(super) use cron::validate_cron_job;
-pub(super) use job::validate_job;
-pub(super) use status::validate_job_status;
+pub(crate) use cron::validate_cron_job;
+pub(crate) use job::validate_job;
+pub(crate) use status::validate_job_status;
 
 /// Upstream's `SetDefaults_Job` (and the pod template's defaults).
-pub(super) fn default_job(job: &mut Job) {
+pub(crate) fn default_job(job: &mut Job) {
     let spec = job.spec.get_or_insert_with(Default::default);
     default_job_spec(spec);
     if let Some(labels) = spec.template.metadata.as_ref().and_then(|m| m.labels.clone())
@@ -63,7 +63,7 @@ fn default_pod_failure_policy(policy: Option<&mut PodFailurePolicy>) {
 
 /// Upstream's `SetDefaults_CronJob`; the job template's pod spec is defaulted as a pod's, its
 /// Job fields are not (the Jobs made from it get them).
-pub(super) fn default_cron_job(cj: &mut CronJob) {
+pub(crate) fn default_cron_job(cj: &mut CronJob) {
     let spec = cj.spec.get_or_insert_with(Default::default);
     spec.concurrency_policy.get_or_insert_with(|| "Allow".into());
     spec.suspend.get_or_insert(false);
@@ -77,7 +77,7 @@ pub(super) fn default_cron_job(cj: &mut CronJob) {
 /// Upstream's `PrepareForCreate` for Jobs: no status, and unless the selector is manual, the
 /// selector and pod labels that tie the Job's pods to its UID (the labels a user set are kept;
 /// validation refuses conflicting ones).
-pub(super) fn prepare_job_create(job: &mut Job) {
+pub(crate) fn prepare_job_create(job: &mut Job) {
     job.status = Some(JobStatus::default());
     let name = job.metadata.name.clone().unwrap_or_default();
     let uid = job.metadata.uid.clone().unwrap_or_default();
@@ -106,6 +106,6 @@ pub(super) fn prepare_job_create(job: &mut Job) {
     default_job(job);
 }
 
-pub(super) fn template_labels(t: &PodTemplateSpec) -> BTreeMap<String, String> {
+pub(crate) fn template_labels(t: &PodTemplateSpec) -> BTreeMap<String, String> {
     t.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default()
 }

@@ -11,7 +11,7 @@ fn condition_true(status: &JobStatus, kind: &str) -> bool {
 /// Upstream's `ValidateJobUpdateStatus` with the options its strategy sets: counters never
 /// below zero and never decreasing, terminal conditions that stay, and a finished Job whose
 /// status is whole (start and completion times, no active pods, the condition it needs first).
-pub(in crate::objects) fn validate_job_status(job: &Job, old: &Job) -> ErrorList {
+pub(crate) fn validate_job_status(job: &Job, old: &Job) -> ErrorList {
     let mut errs = validate_object_meta(&job.metadata, &Path::root("metadata"));
     let (new, prev) =
         (job.status.clone().unwrap_or_default(), old.status.clone().unwrap_or_default());

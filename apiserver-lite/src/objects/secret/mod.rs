@@ -14,14 +14,14 @@ use api::validation::config::secret_data;
 use api::validation::{ErrorList, FieldError, Path, validate_immutable};
 use k8s_openapi::api::core::v1::Secret;
 
-pub(super) use api::secret::{default_secret, merge_string_data};
-pub(super) use api::validation::config::validate_secret as validate;
+pub(crate) use api::secret::{default_secret, merge_string_data};
+pub(crate) use api::validation::config::validate_secret as validate;
 
 use super::config_map::IMMUTABLE_MSG;
 
 /// Upstream's `ValidateSecretUpdate`: the type never changes; an immutable Secret keeps its
 /// data and stays immutable; then the Secret's own rules.
-pub(super) fn validate_update(new: &Secret, old: &Secret) -> ErrorList {
+pub(crate) fn validate_update(new: &Secret, old: &Secret) -> ErrorList {
     let mut errs = ErrorList::default();
     validate_immutable(&new.type_, &old.type_, &Path::root("type"), &mut errs);
     if old.immutable == Some(true) {

@@ -4,7 +4,6 @@ use serde_json::json;
 
 use super::*;
 use crate::auth::rbac::{Index, Rbac};
-use crate::resources::find;
 
 fn user(name: &str, groups: &[&str]) -> User {
     User {
@@ -51,7 +50,7 @@ fn binding(name: &str, kind: &str, role: &str) -> Value {
 #[test]
 fn a_role_may_grant_only_what_its_writer_holds() {
     let authz = authz();
-    let roles = find(GROUP, "v1", "roles").unwrap();
+    let roles = &crate::resources::ROLES;
     let alice = user("alice", &["system:authenticated"]);
     let within = role(
         "ok",
@@ -83,7 +82,7 @@ fn a_role_may_grant_only_what_its_writer_holds() {
 #[test]
 fn an_aggregation_rule_needs_every_permission() {
     let authz = authz();
-    let cluster_roles = find(GROUP, "v1", "clusterroles").unwrap();
+    let cluster_roles = &crate::resources::CLUSTER_ROLES;
     let alice = user("alice", &["system:authenticated"]);
     let agg = json!({"metadata": {"name": "agg"}, "rules": [],
                      "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}});
@@ -97,7 +96,7 @@ fn an_aggregation_rule_needs_every_permission() {
 #[test]
 fn a_binding_needs_the_roles_permissions_or_bind() {
     let authz = authz();
-    let bindings = find(GROUP, "v1", "rolebindings").unwrap();
+    let bindings = &crate::resources::ROLE_BINDINGS;
     let alice = user("alice", &["system:authenticated"]);
     assert!(
         check(&authz, &alice, bindings, Some("a"), &binding("v", "ClusterRole", "view"), None)

@@ -3,6 +3,7 @@ use serde_json::json;
 
 use super::*;
 use crate::auth::rbac::rule::resource_rule;
+use crate::objects::rbac::GROUP;
 
 fn expected_view_reader() -> ClusterRole {
     serde_json::from_value(json!({
