@@ -316,3 +316,90 @@ fn kubectl_creates_roles_and_bindings_and_escalation_is_refused() {
     let r = c.alice(&["create", "clusterrole", "mine", "--verb=get", "--resource=pods"]);
     assert!(!r.ok && r.err.contains("clusterroles.rbac.authorization.k8s.io is forbidden: User \"alice\" cannot create resource \"clusterroles\""), "{}", r.err);
 }
+
+#[test]
+fn kubectl_auth_reconcile_creates_and_extends_roles_and_a_binding_to_a_missing_role_grants_nothing()
+{
+    let c = Cluster::start();
+    c.admin_ok(&["create", "namespace", "a"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rbac.yaml");
+    let policy = |verbs: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: cm-reader, namespace: a}}\n\
+             rules: [{{apiGroups: [\"\"], resources: [configmaps], verbs: [{verbs}]}}]\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: cm-reader, namespace: a}}\n\
+             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: cm-reader}}\n\
+             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}}]\n"
+        )
+    };
+    let f = file.to_str().unwrap();
+
+    // Reconcile creates what is missing: the role and its binding.
+    std::fs::write(&file, policy("get")).unwrap();
+    let out = c.admin_ok(&["auth", "reconcile", "-f", f]);
+    assert!(out.contains("role.rbac.authorization.k8s.io/cm-reader reconciled"), "{out}");
+    assert!(out.contains("rolebinding.rbac.authorization.k8s.io/cm-reader reconciled"), "{out}");
+    let can = |verb: &str| c.alice(&["auth", "can-i", verb, "configmaps", "-n", "a"]).out;
+    c.eventually("the reconciled binding to take effect", || {
+        (can("get") == "yes\n").then_some(String::new())
+    });
+    assert_eq!(can("list"), "no\n");
+
+    // Run again with a rule widened: the role gains the verb (reconcile adds, never removes
+    // without --remove-extra-permissions), the binding is left as it is.
+    std::fs::write(&file, policy("get, list")).unwrap();
+    c.admin_ok(&["auth", "reconcile", "-f", f]);
+    let verbs =
+        c.admin_ok(&["-n", "a", "get", "role", "cm-reader", "-o", "jsonpath={.rules[*].verbs}"]);
+    assert_eq!(verbs, r#"["get"] ["list"]"#, "reconcile adds what was missing beside the old rule");
+    c.eventually("the widened role to take effect", || {
+        (can("list") == "yes\n").then_some(String::new())
+    });
+    std::fs::write(&file, policy("get")).unwrap();
+    c.admin_ok(&["auth", "reconcile", "-f", f]);
+    let kept =
+        c.admin_ok(&["-n", "a", "get", "role", "cm-reader", "-o", "jsonpath={.rules[*].verbs}"]);
+    assert!(kept.contains("list"), "reconcile without --remove-extra-permissions keeps: {kept}");
+    c.admin_ok(&["auth", "reconcile", "-f", f, "--remove-extra-permissions"]);
+    let verbs =
+        c.admin_ok(&["-n", "a", "get", "role", "cm-reader", "-o", "jsonpath={.rules[*].verbs}"]);
+    assert_eq!(verbs, r#"["get"]"#);
+
+    // A binding to a role that does not exist is stored and grants nothing (as upstream);
+    // the write warns, and describe shows the name the binding waits for.
+    let r =
+        c.admin(&["-n", "a", "create", "rolebinding", "ghost", "--role=missing", "--user=alice"]);
+    assert!(r.ok, "{}", r.err);
+    assert!(
+        r.err.contains(
+            "Warning: roleRef names Role \"missing\", which does not exist in namespace \"a\": this binding grants nothing until it does"
+        ),
+        "{}",
+        r.err
+    );
+    // can-i answers no, with the evaluation error upstream's RBAC reports for the binding.
+    assert_eq!(
+        c.alice(&["auth", "can-i", "get", "secrets", "-n", "a"]).out,
+        "no - RBAC: role.rbac.authorization.k8s.io \"missing\" not found\n"
+    );
+    let described = c.admin_ok(&["-n", "a", "describe", "rolebinding", "ghost"]);
+    assert!(
+        described.contains("Kind:  Role") && described.contains("Name:  missing"),
+        "{described}"
+    );
+    let r = c.admin(&["-n", "a", "describe", "role", "missing"]);
+    assert!(
+        !r.ok && r.err.contains("roles.rbac.authorization.k8s.io \"missing\" not found"),
+        "{}",
+        r.err
+    );
+    // Once the role exists the binding grants it, and a further write no longer warns.
+    c.admin_ok(&["-n", "a", "create", "role", "missing", "--verb=get", "--resource=secrets"]);
+    c.eventually("the late role to take effect", || {
+        (c.alice(&["auth", "can-i", "get", "secrets", "-n", "a"]).out == "yes\n")
+            .then_some(String::new())
+    });
+    let r = c.admin(&["-n", "a", "label", "rolebinding", "ghost", "seen=yes"]);
+    assert!(r.ok && !r.err.contains("Warning"), "{}", r.err);
+}

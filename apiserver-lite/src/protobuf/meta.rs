@@ -8,6 +8,8 @@ use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
+use crate::errors::ApiError;
+
 use super::{R, done, list, nested, number, obj, plain, ptr, string_map, strings};
 
 /// `metav1.ObjectMeta`. A create needs only what a client sets; the server-owned fields are
@@ -29,8 +31,34 @@ pub(super) fn object_meta(m: Option<meta::ObjectMeta>) -> R {
         ("annotations", string_map(std::mem::take(&mut m.annotations))),
         ("ownerReferences", list(std::mem::take(&mut m.owner_references), owner_reference)?),
         ("finalizers", strings(std::mem::take(&mut m.finalizers))),
+        ("managedFields", list(std::mem::take(&mut m.managed_fields), managed_fields_entry)?),
     ]);
     done(&m, "ObjectMeta")?;
+    Ok(v)
+}
+
+/// One `managedFields` entry, as a client sends back what it read (a typed client's
+/// read-modify-write, `kubectl auth reconcile`); its FieldsV1 is the raw JSON it carries.
+fn managed_fields_entry(mut e: meta::ManagedFieldsEntry) -> R {
+    let fields = match e.fields_v1.take().and_then(|f| f.raw) {
+        None => Value::Null,
+        Some(raw) => serde_json::from_slice(&raw).map_err(|err| {
+            ApiError::bad_request(format!(
+                "metadata.managedFields: fieldsV1 of manager {:?} is not JSON: {err}",
+                e.manager.as_deref().unwrap_or_default()
+            ))
+        })?,
+    };
+    let v = obj([
+        ("manager", plain(e.manager.take())),
+        ("operation", plain(e.operation.take())),
+        ("apiVersion", plain(e.api_version.take())),
+        ("time", time(e.time.take())),
+        ("fieldsType", plain(e.fields_type.take())),
+        ("fieldsV1", fields),
+        ("subresource", plain(e.subresource.take())),
+    ]);
+    done(&e, "ManagedFieldsEntry")?;
     Ok(v)
 }
 

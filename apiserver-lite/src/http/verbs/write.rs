@@ -11,7 +11,7 @@ use crate::errors::ApiError;
 use crate::patch::{self, PatchType};
 use crate::registry::ApplyOptions;
 use crate::request::Verb;
-use crate::resources::Subresource;
+use crate::resources::{self, Subresource};
 
 pub(in crate::http) async fn create(
     c: &Call<'_>,
@@ -22,7 +22,8 @@ pub(in crate::http) async fn create(
     authz.authorize(user, Verb::Create.as_str(), r, ns, None, None)?;
     escalation::check(authz, user, r, ns, &body, None)?;
     c.restriction.admit_create(r, ns, &body)?;
-    let (obj, warnings) = c.state.registry.create_as(r, ns, body, c.write, c.manager).await?;
+    let (obj, mut warnings) = c.state.registry.create_as(r, ns, body, c.write, c.manager).await?;
+    warnings.extend(missing_role(c, &obj));
     Ok(with_warnings(body::json(201, &obj), &warnings))
 }
 
@@ -40,8 +41,9 @@ pub(in crate::http) async fn update(
         escalation::check(authz, user, r, ns, new, Some(old))?;
         c.restriction.admit_update(r, ns, n, sub, old, new)
     };
-    let (obj, warnings) =
+    let (obj, mut warnings) =
         c.state.registry.update_guarded(r, ns, n, sub, body, c.write, c.manager, guard).await?;
+    warnings.extend(missing_role(c, &obj));
     Ok(with_warnings(body::json(200, &obj), &warnings))
 }
 
@@ -56,7 +58,7 @@ pub(in crate::http) async fn patch(
     let (r, ns, authz, user) = (c.r, c.ns, &c.state.authz, c.user);
     let sub = sub.map(Subresource::as_str);
     let patch = patch_body(&body::read(incoming).await?)?;
-    let (obj, warnings) = c
+    let (obj, mut warnings) = c
         .state
         .registry
         .update_with_as(r, ns, n, sub, c.write, c.manager, |old| {
@@ -66,6 +68,7 @@ pub(in crate::http) async fn patch(
             Ok(new)
         })
         .await?;
+    warnings.extend(missing_role(c, &obj));
     Ok(with_warnings(body::json(200, &obj), &warnings))
 }
 
@@ -95,10 +98,35 @@ pub(in crate::http) async fn apply(
             None => c.restriction.admit_create(r, ns, new),
         }
     };
-    let applied = registry.apply(r, ns, n, sub, config, opts, guard).await?;
+    let mut applied = registry.apply(r, ns, n, sub, config, opts, guard).await?;
+    applied.warnings.extend(missing_role(c, &applied.object));
     let code = if applied.created { 201 } else { 200 };
     let out = if is_scale { (scale::of(r)?.of)(&applied.object) } else { applied.object };
     Ok(with_warnings(body::json(code, &out), &applied.warnings))
+}
+
+/// A binding whose role does not exist grants nothing until the role is made (as upstream's
+/// RBAC, which stores it all the same); the write says so in a warning, which kubectl prints.
+fn missing_role(c: &Call<'_>, binding: &Value) -> Option<String> {
+    if *c.r != resources::ROLE_BINDINGS && *c.r != resources::CLUSTER_ROLE_BINDINGS {
+        return None;
+    }
+    let kind = binding["roleRef"]["kind"].as_str()?;
+    let name = binding["roleRef"]["name"].as_str()?;
+    let (roles, ns) = match kind {
+        "Role" => (&resources::ROLES, c.ns),
+        "ClusterRole" => (&resources::CLUSTER_ROLES, None),
+        _ => return None,
+    };
+    match c.state.registry.get(roles, ns, name) {
+        Err(e) if e.code == 404 => {
+            let at = ns.map(|ns| format!(" in namespace {ns:?}")).unwrap_or_default();
+            Some(format!(
+                "roleRef names {kind} {name:?}, which does not exist{at}: this binding grants nothing until it does"
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// An apply body: YAML (JSON is YAML) holding one object, refused in upstream's words.

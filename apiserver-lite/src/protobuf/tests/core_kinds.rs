@@ -313,3 +313,39 @@ fn a_service_account_with_metadata_this_server_does_not_read_is_refused() {
         "the protobuf body sets fields of ObjectMeta this server does not read from protobuf; send the object as JSON or YAML"
     );
 }
+
+#[test]
+fn managed_fields_sent_back_as_read_convert_and_bad_fields_v1_is_refused() {
+    let entry = |raw: &[u8]| meta::ManagedFieldsEntry {
+        manager: Some("kubectl-create".into()),
+        operation: Some("Update".into()),
+        api_version: Some("v1".into()),
+        time: time(1_700_000_000),
+        fields_type: Some("FieldsV1".into()),
+        fields_v1: Some(meta::FieldsV1 { raw: Some(raw.to_vec()) }),
+        subresource: None,
+    };
+    let mut metadata = named("build-bot", None).unwrap();
+    metadata.managed_fields = vec![entry(br#"{"f:secrets":{}}"#)];
+    let sa = core::ServiceAccount { metadata: Some(metadata.clone()), ..Default::default() };
+    let v = decode(&envelope("v1", "ServiceAccount", sa.encode_to_vec())).unwrap();
+    assert_eq!(
+        v["metadata"]["managedFields"],
+        json!([{"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1",
+                "time": "2023-11-14T22:13:20Z", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:secrets": {}}}])
+    );
+    reads_back_as::<k8s_openapi::api::core::v1::ServiceAccount>(&v);
+
+    metadata.managed_fields = vec![entry(b"{not json")];
+    let sa = core::ServiceAccount { metadata: Some(metadata), ..Default::default() };
+    let err = decode(&envelope("v1", "ServiceAccount", sa.encode_to_vec())).unwrap_err();
+    assert_eq!(err.code, 400);
+    assert!(
+        err.message.starts_with(
+            "metadata.managedFields: fieldsV1 of manager \"kubectl-create\" is not JSON"
+        ),
+        "{}",
+        err.message
+    );
+}
