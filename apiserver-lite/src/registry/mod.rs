@@ -260,8 +260,9 @@ impl Registry {
             }
             return Ok((obj, warnings));
         }
-        let applied = self
-            .store
+        // `decide` runs once, and what it stores is `obj` with its resourceVersion: the answer
+        // is that object, not a parse of the bytes just encoded.
+        self.store
             .mutate(&key, |current, rev| {
                 if current.is_some() {
                     return Err(ApiError::already_exists(r, &name));
@@ -270,7 +271,7 @@ impl Registry {
                 Ok(Mutation::Put(encode(&obj)))
             })
             .await?;
-        Ok((parse(applied.value.as_deref().unwrap_or_default())?, warnings))
+        Ok((obj, warnings))
     }
 
     /// Replaces an object (or its status), with optimistic concurrency on `resourceVersion`.

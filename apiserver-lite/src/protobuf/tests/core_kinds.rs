@@ -301,20 +301,6 @@ fn endpoints_keep_a_zero_port_for_validation_to_name() {
 }
 
 #[test]
-fn a_service_account_with_metadata_this_server_does_not_read_is_refused() {
-    let mut metadata = named("ci", None).unwrap();
-    metadata.managed_fields =
-        vec![meta::ManagedFieldsEntry { manager: Some("x".into()), ..Default::default() }];
-    let sa = core::ServiceAccount { metadata: Some(metadata), ..Default::default() };
-    let err = decode(&envelope("v1", "ServiceAccount", sa.encode_to_vec())).unwrap_err();
-    assert_eq!((err.code, err.reason), (415, "UnsupportedMediaType"));
-    assert_eq!(
-        err.message,
-        "the protobuf body sets fields of ObjectMeta this server does not read from protobuf; send the object as JSON or YAML"
-    );
-}
-
-#[test]
 fn managed_fields_sent_back_as_read_convert_and_bad_fields_v1_is_refused() {
     let entry = |raw: &[u8]| meta::ManagedFieldsEntry {
         manager: Some("kubectl-create".into()),

@@ -172,7 +172,7 @@ fn a_subject_access_review_with_selectors_and_extra() {
 }
 
 #[test]
-fn a_token_review_and_its_unread_metadata_refused() {
+fn a_token_review_converts_and_managed_fields_that_are_no_json_are_refused() {
     let review = authn::TokenReview {
         metadata: Some(meta::ObjectMeta::default()),
         spec: Some(authn::TokenReviewSpec {
@@ -194,12 +194,13 @@ fn a_token_review_and_its_unread_metadata_refused() {
     review.metadata = Some(meta::ObjectMeta {
         managed_fields: vec![meta::ManagedFieldsEntry {
             manager: Some("x".into()),
+            fields_v1: Some(meta::FieldsV1 { raw: Some(b"f:spec".to_vec()) }),
             ..Default::default()
         }],
         ..Default::default()
     });
     let raw = envelope("authentication.k8s.io/v1", "TokenReview", review.encode_to_vec());
     let err = decode(&raw).unwrap_err();
-    assert_eq!((err.code, err.reason), (415, "UnsupportedMediaType"));
-    assert!(err.message.contains("fields of ObjectMeta"), "{}", err.message);
+    assert_eq!(err.code, 400);
+    assert!(err.message.contains("fieldsV1 of manager \"x\" is not JSON"), "{}", err.message);
 }
