@@ -177,6 +177,11 @@ impl Registry {
         parse(&stored.value)
     }
 
+    /// Whether the object is stored (nothing is decoded).
+    pub fn exists(&self, r: &ResourceType, ns: Option<&str>, name: &str) -> bool {
+        self.store.get(&r.key(ns, name)).is_some()
+    }
+
     /// Creates an object. Returns it and any warnings (unknown fields with `Warn`). A name made
     /// from `generateName` that is taken is made again, up to upstream's eight attempts.
     pub async fn create(

@@ -85,7 +85,7 @@ pub(in crate::http) async fn apply(
     let is_scale = sub == Some(Subresource::Scale);
     let config = if is_scale { scale::config(r, n, &config)? } else { config };
     let sub = sub.map(Subresource::as_str);
-    if sub.is_none() && registry.get(r, ns, n).is_err() {
+    if sub.is_none() && !registry.exists(r, ns, n) {
         // An apply that creates needs the right to create, as upstream's.
         authz.authorize(user, Verb::Create.as_str(), r, ns, None, None)?;
     }
