@@ -242,10 +242,20 @@ impl ApiServer {
 
     /// Runs the real kubectl against this server (own HOME, so its discovery cache is fresh).
     pub fn kubectl(&self, args: &[&str]) -> anyhow::Result<Output> {
-        let home = self.dir.path().join("home");
+        self.client(&kubectl_binary()?, "home", args)
+    }
+
+    /// Runs kubectl-lite against this server, with a HOME of its own beside kubectl's.
+    pub fn kubectl_lite(&self, args: &[&str]) -> anyhow::Result<Output> {
+        self.client(&crate::workspace_binary("kubectl-lite")?, "home-lite", args)
+    }
+
+    fn client(&self, binary: &Path, home: &str, args: &[&str]) -> anyhow::Result<Output> {
+        let home = self.dir.path().join(home);
         std::fs::create_dir_all(&home)?;
-        Ok(Command::new(kubectl_binary()?)
+        Ok(Command::new(binary)
             .args(args)
+            .current_dir(self.dir.path())
             .env("KUBECONFIG", self.kubeconfig())
             .env("HOME", home)
             .stdin(Stdio::null())

@@ -1,0 +1,274 @@
+//! `get`: tables from the server's `Table` (kubectl asks `as=Table` and prints what the server
+//! computed), or the objects as JSON, YAML or names. Objects not found are reported after the
+//! others are printed.
+
+use std::sync::Arc;
+
+use http::Method;
+use serde_json::Value;
+
+use crate::builder::{self, Selection, Target};
+use crate::discovery::Resource;
+use crate::errors::{CliError, Result};
+use crate::factory::Factory;
+use crate::printers::{self, Output, table};
+
+/// kubectl's `Accept` for tables.
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// TYPE[.VERSION][.GROUP] [NAME ...] or TYPE/NAME ...
+    pub args: Vec<String>,
+    /// Output format: json, yaml, name, wide.
+    #[arg(short = 'o', long)]
+    pub output: Option<String>,
+    /// Selector (label query) to filter on.
+    #[arg(short = 'l', long)]
+    pub selector: Option<String>,
+    /// Selector (field query) to filter on.
+    #[arg(long)]
+    pub field_selector: Option<String>,
+    /// List the requested object(s) across all namespaces.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// When printing, show all labels as the last column.
+    #[arg(long)]
+    pub show_labels: bool,
+    /// Label keys to show as columns.
+    #[arg(short = 'L', long = "label-columns", value_delimiter = ',')]
+    pub label_columns: Vec<String>,
+    /// Don't print headers.
+    #[arg(long)]
+    pub no_headers: bool,
+    /// Files identifying the resources to get.
+    #[arg(short = 'f', long = "filename")]
+    pub filenames: Vec<String>,
+    /// Process the directory used in -f recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
+    /// Keep managedFields in JSON and YAML output.
+    #[arg(long)]
+    pub show_managed_fields: bool,
+}
+
+/// One type's table: the rows of every target of that type under one header.
+struct Printed {
+    resource: Arc<Resource>,
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+/// What one target printed: a table, or objects.
+enum Got {
+    Table { resource: Arc<Resource>, table: Value },
+    Objects { items: Vec<Value>, listed: bool },
+}
+
+pub async fn run(f: &Factory, a: Args) -> Result<()> {
+    let output = Output::parse(a.output.as_deref())?;
+    if a.args.is_empty() && a.filenames.is_empty() {
+        return Err(CliError::Usage(
+            "You must specify the type of resource to get. Use \"kubectl api-resources\" for a complete list of supported resources.".into(),
+        ));
+    }
+    let sel = Selection {
+        filenames: a.filenames.clone(),
+        recursive: a.recursive,
+        args: a.args.clone(),
+        selector: a.selector.clone(),
+        field_selector: a.field_selector.clone(),
+        all: false,
+        all_namespaces: a.all_namespaces,
+    };
+    let (targets, mut errors) = builder::targets(f, &sel).await?;
+    let mut got = Vec::new();
+    for t in &targets {
+        match fetch(f, t, &output, &sel).await {
+            Ok(g) => got.push(g),
+            Err(e) => errors.push(e),
+        }
+    }
+    print(f, &a, &output, &targets, got).await?;
+    crate::cmd::finish(errors)
+}
+
+async fn fetch(f: &Factory, t: &Target, output: &Output, sel: &Selection) -> Result<Got> {
+    let (resource, url, listed) = match t {
+        Target::Object(i) => (i.resource.clone(), i.url(), false),
+        Target::Collection(c) => {
+            let mut url = c.resource.url(c.namespace.as_deref(), None);
+            let mut q = Vec::new();
+            if let Some(l) = &sel.selector {
+                q.push(format!("labelSelector={}", encode(l)));
+            }
+            if let Some(fs) = &sel.field_selector {
+                q.push(format!("fieldSelector={}", encode(fs)));
+            }
+            if !q.is_empty() {
+                url = format!("{url}?{}", q.join("&"));
+            }
+            (c.resource.clone(), url, true)
+        }
+    };
+    if output.is_table() {
+        let bytes = f.send(Method::GET, &url, None, TABLE).await?;
+        let table = parse(&bytes)?;
+        return Ok(Got::Table { resource, table });
+    }
+    let v = parse(&f.send(Method::GET, &url, None, "application/json").await?)?;
+    let items = if listed {
+        v["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|mut item| {
+                item["apiVersion"] = Value::String(resource.api_version());
+                item["kind"] = Value::String(resource.kind.clone());
+                item
+            })
+            .collect()
+    } else {
+        vec![v]
+    };
+    Ok(Got::Objects { items, listed })
+}
+
+fn parse(bytes: &[u8]) -> Result<Value> {
+    serde_json::from_slice(bytes).map_err(|e| CliError::Unreachable { reason: e.to_string() })
+}
+
+/// Percent-encodes a query value.
+pub fn encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+async fn print(
+    f: &Factory,
+    a: &Args,
+    output: &Output,
+    targets: &[Target],
+    got: Vec<Got>,
+) -> Result<()> {
+    let types: Vec<String> = {
+        let mut t: Vec<String> = Vec::new();
+        for target in targets {
+            let r = match target {
+                Target::Object(i) => i.resource.group_resource(),
+                Target::Collection(c) => c.resource.group_resource(),
+            };
+            if !t.contains(&r) {
+                t.push(r);
+            }
+        }
+        t
+    };
+    let several_types = types.len() > 1;
+    match output {
+        Output::Table | Output::Wide => {
+            // One table per type, in the order the types came; blank lines between.
+            let mut tables: Vec<Printed> = Vec::new();
+            for g in got {
+                let Got::Table { resource, table } = g else { continue };
+                let o = table::Options {
+                    wide: *output == Output::Wide,
+                    with_namespace: a.all_namespaces && resource.namespaced,
+                    kind_prefix: several_types.then(|| resource.group_kind_lower()),
+                    show_labels: a.show_labels,
+                    label_columns: a.label_columns.clone(),
+                    no_headers: a.no_headers,
+                };
+                let (header, rows) = table::rows(&table, &o);
+                let same =
+                    |t: &&mut Printed| t.resource.group_resource() == resource.group_resource();
+                match tables.iter_mut().find(same) {
+                    Some(t) => t.rows.extend(rows),
+                    None => tables.push(Printed { resource, header, rows }),
+                }
+            }
+            let mut printed = false;
+            let mut out = String::new();
+            for Printed { header, rows, .. } in tables.iter().filter(|t| !t.rows.is_empty()) {
+                if printed {
+                    out.push('\n');
+                }
+                let mut lines = Vec::new();
+                if !a.no_headers {
+                    lines.push(header.clone());
+                }
+                lines.extend(rows.iter().cloned());
+                out.push_str(&table::align(&lines));
+                printed = true;
+            }
+            print!("{out}");
+            if !printed && targets.iter().all(|t| matches!(t, Target::Collection(_))) {
+                eprintln!("{}", no_resources(f, a, targets).await?);
+            }
+        }
+        Output::Name => {
+            for g in got {
+                if let Got::Objects { items, .. } = g {
+                    for item in items {
+                        println!("{}", name_of(f, &item).await?);
+                    }
+                }
+            }
+        }
+        Output::Json | Output::Yaml => {
+            if got.is_empty() {
+                // Every target failed: nothing to print but the errors.
+                return Ok(());
+            }
+            let mut all = Vec::new();
+            let mut listed = targets.len() != 1;
+            for g in got {
+                if let Got::Objects { items, listed: l } = g {
+                    listed |= l;
+                    all.extend(items);
+                }
+            }
+            if !a.show_managed_fields {
+                for o in &mut all {
+                    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove("managedFields");
+                    }
+                }
+            }
+            let text = if *output == Output::Json {
+                printers::json_of(&all, listed)
+            } else {
+                printers::yaml_of(&all, listed)
+            };
+            print!("{text}");
+        }
+    }
+    Ok(())
+}
+
+/// `pod/nginx`: an object's kind (group-qualified) and name.
+pub async fn name_of(f: &Factory, o: &Value) -> Result<String> {
+    let api_version = o["apiVersion"].as_str().unwrap_or_default();
+    let kind = o["kind"].as_str().unwrap_or_default();
+    let r = f.resource_for_kind(api_version, kind).await?;
+    Ok(format!("{}/{}", r.group_kind_lower(), o["metadata"]["name"].as_str().unwrap_or_default()))
+}
+
+/// kubectl's message for an empty listing.
+async fn no_resources(f: &Factory, a: &Args, targets: &[Target]) -> Result<String> {
+    let namespaced =
+        targets.iter().any(|t| matches!(t, Target::Collection(c) if c.resource.namespaced));
+    if a.all_namespaces || !namespaced {
+        return Ok("No resources found".into());
+    }
+    Ok(format!("No resources found in {} namespace.", f.namespace().await?))
+}

@@ -1,0 +1,137 @@
+//! What goes wrong, worded as kubectl words it: `Error from server (NotFound): …` for a
+//! server's `Status`, `The connection to the server … was refused …` for an unreachable one,
+//! `error: …` for everything decided on this side. Every error exits 1, as kubectl's do.
+
+use std::path::PathBuf;
+
+use kube::core::Status;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The server answered with a `Status`.
+    #[error("{}", server_message(.0))]
+    Server(Box<Status>),
+    /// No TCP connection to the server.
+    #[error(
+        "The connection to the server {server} was refused - did you specify the right host or port?"
+    )]
+    Refused { server: String },
+    /// Anything else between us and the server (TLS, DNS, a cut connection, a timeout).
+    #[error("Unable to connect to the server: {reason}")]
+    Unreachable { reason: String },
+    /// The kubeconfig, or a flag overriding it, is unusable.
+    #[error("error: {0}")]
+    Config(String),
+    /// A resource type the server's discovery does not list.
+    #[error("error: the server doesn't have a resource type \"{0}\"")]
+    UnknownResource(String),
+    /// A file or document that cannot be read as objects.
+    #[error("error: error parsing {path}: {reason}")]
+    Parse { path: String, reason: String },
+    /// A document that parses but is no object kubectl could send.
+    #[error(
+        "error: error validating \"{path}\": error validating data: {reason}; if you choose to ignore these errors, turn validation off with --validate=false"
+    )]
+    Validation { path: String, reason: String },
+    /// A file or directory that cannot be read.
+    #[error("error: the path \"{}\" does not exist", .0.display())]
+    NoPath(PathBuf),
+    /// The command line asks for something that cannot be done.
+    #[error("error: {0}")]
+    Usage(String),
+    /// Several errors, reported together at the end (one per document or object).
+    #[error("{}", join(.0))]
+    Many(Vec<CliError>),
+}
+
+fn join(errors: &[CliError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+}
+
+/// kubectl's wording of a server error: `Error from server (Reason): message`, or without a
+/// reason `Error from server: message`.
+fn server_message(status: &Status) -> String {
+    let reason = status.reason.as_str();
+    if reason.is_empty() || reason == "Unknown" {
+        format!("Error from server: {}", status.message)
+    } else {
+        format!("Error from server ({reason}): {}", status.message)
+    }
+}
+
+impl CliError {
+    /// The error a kube-rs call returned, worded for `server` (`host:port`).
+    pub fn from_kube(server: &str, e: kube::Error) -> CliError {
+        match e {
+            kube::Error::Api(status) => CliError::Server(status),
+            kube::Error::HyperError(ref h) if refused(h) => {
+                CliError::Refused { server: server.to_string() }
+            }
+            kube::Error::Service(ref s) if refused(s.as_ref()) => {
+                CliError::Refused { server: server.to_string() }
+            }
+            other => CliError::Unreachable { reason: other.to_string() },
+        }
+    }
+
+    /// The server's `Status`, when it was the server that refused.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            CliError::Server(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.status().is_some_and(|s| s.code == 404)
+    }
+}
+
+/// Whether an error, or one of its sources, is a refused TCP connection.
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+pub type Result<T, E = CliError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_status_reads_as_kubectl_prints_it() {
+        let status = Status {
+            reason: "NotFound".into(),
+            message: "pods \"x\" not found".into(),
+            code: 404,
+            ..Status::default()
+        };
+        let e = CliError::Server(Box::new(status));
+        assert_eq!(e.to_string(), "Error from server (NotFound): pods \"x\" not found");
+        assert!(e.is_not_found());
+    }
+
+    #[test]
+    fn a_status_without_reason_has_no_parentheses() {
+        let status = Status { message: "boom".into(), code: 500, ..Status::default() };
+        assert_eq!(CliError::Server(Box::new(status)).to_string(), "Error from server: boom");
+    }
+
+    #[test]
+    fn a_refused_connection_names_the_server() {
+        let e = CliError::Refused { server: "127.0.0.1:1".into() };
+        assert_eq!(
+            e.to_string(),
+            "The connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?"
+        );
+    }
+}

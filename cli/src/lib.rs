@@ -1,0 +1,22 @@
+//! `kubectl-lite`: kubectl's everyday commands, with kubectl's arguments, output and exit codes,
+//! in kubectl's shape (a command tree over a factory, a resource builder, printers).
+//!
+//! - [`flags`]: the flags every command takes; [`config`]: kubeconfig loading rules and overrides.
+//! - [`factory`]: what commands are built from: the client, the namespace, discovery.
+//! - [`discovery`]: served resources from aggregated discovery, cached on disk; type lookup.
+//! - [`builder`]: files, directories, stdin and `TYPE NAME` arguments → objects to act on.
+//! - [`printers`]: tables from the server's `Table`, `-o name|json|yaml`.
+//! - [`cmd`]: one room per command; [`errors`]: kubectl's error wording and exit codes.
+//! - [`duration`]: Go durations in, kubectl's ages out.
+
+pub mod builder;
+pub mod cmd;
+pub mod config;
+pub mod discovery;
+pub mod duration;
+pub mod errors;
+pub mod factory;
+pub mod flags;
+pub mod printers;
+
+pub use cmd::run;

@@ -1,0 +1,163 @@
+//! Tables as kubectl prints the server's `meta.k8s.io/v1` `Table`: the priority-0 columns (all
+//! with `-o wide`), upper-cased headers, `NAMESPACE` first with `-A`, `kind/name` when several
+//! types are printed, `LABELS` with `--show-labels` and a column per `-L` key; aligned as Go's
+//! `tabwriter` with kubectl's settings (minimum width 6, padding 3, the last column unpadded).
+
+use serde_json::Value;
+
+/// How rows are decorated.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub wide: bool,
+    pub with_namespace: bool,
+    /// `pod` or `deployment.apps`: prefixes names when several types are printed.
+    pub kind_prefix: Option<String>,
+    pub show_labels: bool,
+    pub label_columns: Vec<String>,
+    pub no_headers: bool,
+}
+
+/// The header and rows of one `Table` response, as cells.
+pub fn rows(table: &Value, o: &Options) -> (Vec<String>, Vec<Vec<String>>) {
+    let empty = Vec::new();
+    let columns = table["columnDefinitions"].as_array().unwrap_or(&empty);
+    let shown: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| o.wide || c["priority"].as_i64().unwrap_or(0) == 0)
+        .map(|(i, _)| i)
+        .collect();
+    let mut header = Vec::new();
+    if o.with_namespace {
+        header.push("NAMESPACE".to_string());
+    }
+    for &i in &shown {
+        header.push(columns[i]["name"].as_str().unwrap_or_default().to_uppercase());
+    }
+    for key in &o.label_columns {
+        header.push(label_header(key));
+    }
+    if o.show_labels {
+        header.push("LABELS".into());
+    }
+    let mut out = Vec::new();
+    for row in table["rows"].as_array().unwrap_or(&empty) {
+        let cells = row["cells"].as_array().unwrap_or(&empty);
+        let meta = &row["object"]["metadata"];
+        let mut line = Vec::new();
+        if o.with_namespace {
+            line.push(meta["namespace"].as_str().unwrap_or_default().to_string());
+        }
+        for &i in &shown {
+            let mut cell = cell_text(cells.get(i).unwrap_or(&Value::Null));
+            if columns[i]["format"] == "name"
+                && let Some(k) = &o.kind_prefix
+            {
+                cell = format!("{k}/{cell}");
+            }
+            line.push(cell);
+        }
+        for key in &o.label_columns {
+            line.push(meta["labels"][key].as_str().unwrap_or_default().to_string());
+        }
+        if o.show_labels {
+            line.push(labels_text(&meta["labels"]));
+        }
+        out.push(line);
+    }
+    (header, out)
+}
+
+/// `-L app.kubernetes.io/name` → `NAME`: the key's last path segment, upper-cased.
+fn label_header(key: &str) -> String {
+    key.rsplit('/').next().unwrap_or(key).to_uppercase()
+}
+
+/// A cell as Go's `%v` prints it.
+fn cell_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// `a=b,c=d` in key order, or `<none>`.
+pub fn labels_text(labels: &Value) -> String {
+    match labels.as_object() {
+        Some(m) if !m.is_empty() => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => "<none>".into(),
+    }
+}
+
+/// Lines aligned as Go's `tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)` aligns tab-separated
+/// cells: each column but the last as wide as its widest cell plus 3, and at least 6.
+pub fn align(lines: &[Vec<String>]) -> String {
+    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; columns];
+    for line in lines {
+        for (i, cell) in line.iter().enumerate() {
+            if i + 1 < line.len() {
+                widths[i] = widths[i].max(cell.chars().count() + 3).max(6);
+            }
+        }
+    }
+    let mut out = String::new();
+    for line in lines {
+        for (i, cell) in line.iter().enumerate() {
+            out.push_str(cell);
+            if i + 1 < line.len() {
+                for _ in cell.chars().count()..widths[i] {
+                    out.push(' ');
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn table() -> Value {
+        json!({"kind": "Table", "columnDefinitions": [
+            {"name": "Name", "type": "string", "format": "name", "priority": 0},
+            {"name": "Ready", "type": "string", "priority": 0},
+            {"name": "IP", "type": "string", "priority": 1},
+            {"name": "Age", "type": "string", "priority": 0}],
+          "rows": [{"cells": ["nginx", "1/1", "10.0.0.1", "5m"],
+                    "object": {"metadata": {"name": "nginx", "namespace": "a", "labels": {"run": "x", "app": "y"}}}}]})
+    }
+
+    #[test]
+    fn priority_zero_columns_print_aligned_as_kubectl() {
+        let (h, r) = rows(&table(), &Options::default());
+        let mut lines = vec![h];
+        lines.extend(r);
+        assert_eq!(align(&lines), "NAME    READY   AGE\nnginx   1/1     5m\n");
+    }
+
+    #[test]
+    fn wide_namespace_kind_and_labels_decorate_the_rows() {
+        let o = Options {
+            wide: true,
+            with_namespace: true,
+            kind_prefix: Some("pod".into()),
+            show_labels: true,
+            label_columns: vec!["app".into()],
+            no_headers: false,
+        };
+        let (h, r) = rows(&table(), &o);
+        assert_eq!(h, ["NAMESPACE", "NAME", "READY", "IP", "AGE", "APP", "LABELS"]);
+        assert_eq!(r[0], ["a", "pod/nginx", "1/1", "10.0.0.1", "5m", "y", "app=y,run=x"]);
+    }
+}

@@ -1,0 +1,197 @@
+//! kubectl-lite beside the real kubectl v1.35: one script run through each against its own
+//! apiserver-lite, stdout, stderr and exit codes compared after masking what differs by
+//! nature (ages, UIDs, timestamps, resource versions).
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use e2e::apiserver::ApiServer;
+
+const CM: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c1
+  labels: {app: x, tier: web}
+data:
+  a: \"1\"
+  html: \"<b>&\"
+  text: |
+    line one
+    line two
+";
+
+const POD: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: nginx-pod
+  labels:
+    app: nginx
+spec:
+  containers:
+  - name: nginx
+    image: nginx:1.8
+";
+
+const MULTI: &str = "apiVersion: v1
+kind: ConfigMap
+metadata: {name: c2, labels: {app: x}}
+data: {k: v}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+";
+
+const DEPLOY: &str = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
+ "metadata": {"name": "web", "labels": {"app": "web"}},
+ "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+  "template": {"metadata": {"labels": {"app": "web"}},
+   "spec": {"containers": [{"name": "web", "image": "nginx:1.8"}]}}}}"#;
+
+fn write_files(server: &ApiServer) {
+    let d = server.dir();
+    std::fs::write(d.join("cm.yaml"), CM).unwrap();
+    std::fs::write(d.join("pod.yaml"), POD).unwrap();
+    std::fs::write(d.join("multi.yaml"), MULTI).unwrap();
+    std::fs::write(d.join("deploy.json"), DEPLOY).unwrap();
+    std::fs::create_dir_all(d.join("dir")).unwrap();
+    std::fs::write(
+        d.join("dir/a-good.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c3}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("dir/b-nokind.yaml"), "apiVersion: v1\nmetadata: {name: c4}\n").unwrap();
+    std::fs::write(
+        d.join("dir/c-good.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c5}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("not-yaml.yaml"), "kind: [\n").unwrap();
+}
+
+/// The script: every step's arguments.
+const SCRIPT: &[&[&str]] = &[
+    &["create", "-f", "cm.yaml"],
+    &["create", "-f", "cm.yaml"],
+    &["create", "-f", "pod.yaml"],
+    &["create", "-f", "multi.yaml"],
+    &["create", "-f", "deploy.json"],
+    &["create", "-f", "dir"],
+    &["create", "-f", "missing.yaml"],
+    &["get", "cm"],
+    &["get", "configmaps", "-o", "wide"],
+    &["get", "cm", "c1", "-o", "yaml"],
+    &["get", "cm", "c1", "-o", "json"],
+    &["get", "cm", "-o", "yaml"],
+    &["get", "cm", "-o", "json"],
+    &["get", "cm", "-o", "name"],
+    &["get", "cm", "-l", "app=x"],
+    &["get", "cm", "-l", "app=x", "-L", "tier"],
+    &["get", "cm", "--show-labels"],
+    &["get", "cm", "--no-headers"],
+    &["get", "cm,pods"],
+    &["get", "pod/nginx-pod", "configmap/c1", "-o", "name"],
+    &["get", "pods", "-A"],
+    &["get", "pods", "nginx-pod", "-o", "wide"],
+    &["get", "pod", "nginx-pod", "-o", "yaml"],
+    &["get", "deploy"],
+    &["get", "deployments.apps", "web", "-o", "json"],
+    &["get", "ns"],
+    &["get", "ns", "team-a", "-o", "yaml"],
+    &["get", "pods", "-n", "team-a"],
+    &["get", "nodes"],
+    &["get", "x"],
+    &["get", "cm", "nope"],
+    &["get", "cm", "nope", "-o", "yaml"],
+    &["get", "cm", "-n", "team-a", "-o", "yaml"],
+    &["get", "cm", "-n", "team-a", "-o", "name"],
+    &["get", "cm", "c1", "nope", "c2"],
+    &["get", "-f", "cm.yaml"],
+    &["delete", "cm", "c2"],
+    &["delete", "cm", "nope"],
+    &["delete", "cm", "-l", "app=x"],
+    &["delete", "-f", "pod.yaml", "--wait=false"],
+    &["delete", "ns", "team-a", "--wait=false"],
+    &["delete", "deploy", "web", "--cascade=orphan", "--wait=false"],
+    &["get", "cm"],
+];
+
+/// Masks what differs between two servers by nature.
+fn mask(text: &str) -> String {
+    let age = regex::Regex::new(r"\b\d+(s|m|h|d|y)(\d+(s|m|h|d))?\b").unwrap();
+    let stamp = regex::Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z").unwrap();
+    let uid =
+        regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap();
+    let rv = regex::Regex::new(r#"(resourceVersion"?:\s*)"\d+""#).unwrap();
+    let ws = regex::Regex::new(r" +").unwrap();
+    let t = stamp.replace_all(text, "<time>");
+    let t = uid.replace_all(&t, "<uid>");
+    let t = rv.replace_all(&t, "$1<rv>");
+    let t = age.replace_all(&t, "<age>");
+    // Column widths follow the masked cells' lengths.
+    ws.replace_all(&t, " ").into_owned()
+}
+
+#[test]
+fn kubectl_lite_prints_what_kubectl_prints_for_create_get_and_delete() {
+    let lite = ApiServer::start().unwrap();
+    let real = ApiServer::start().unwrap();
+    write_files(&lite);
+    write_files(&real);
+    let mut differences = Vec::new();
+    for args in SCRIPT {
+        let l = lite.kubectl_lite(args).unwrap();
+        let r = real.kubectl(args).unwrap();
+        let (lo, ro) =
+            (mask(&String::from_utf8_lossy(&l.stdout)), mask(&String::from_utf8_lossy(&r.stdout)));
+        let (le, re) =
+            (mask(&String::from_utf8_lossy(&l.stderr)), mask(&String::from_utf8_lossy(&r.stderr)));
+        if lo != ro || l.status.code() != r.status.code() {
+            differences.push(format!(
+                "kubectl {}:\n--- kubectl-lite (exit {:?})\n{lo}{le}--- kubectl (exit {:?})\n{ro}{re}",
+                args.join(" "),
+                l.status.code(),
+                r.status.code()
+            ));
+        } else if le != re && !args.contains(&"missing.yaml") && !args.contains(&"dir") {
+            differences.push(format!(
+                "kubectl {} (stderr):\n--- kubectl-lite\n{le}--- kubectl\n{re}",
+                args.join(" ")
+            ));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+#[test]
+fn kubectl_lite_names_the_unreachable_server_and_a_broken_file() {
+    let server = ApiServer::start().unwrap();
+    write_files(&server);
+    let down = server.kubectl_lite(&["--server", "https://127.0.0.1:1", "get", "pods"]).unwrap();
+    assert_eq!(down.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&down.stderr),
+        "The connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?\n"
+    );
+    let bad = server.kubectl_lite(&["create", "-f", "not-yaml.yaml"]).unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.starts_with("error: error parsing not-yaml.yaml: error converting YAML to JSON:"),
+        "{err}"
+    );
+    // A directory with one bad manifest creates the others and names the bad one.
+    let dir = server.kubectl_lite(&["create", "-f", "dir"]).unwrap();
+    assert_eq!(dir.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&dir.stdout),
+        "configmap/c3 created\nconfigmap/c5 created\n"
+    );
+    assert!(String::from_utf8_lossy(&dir.stderr).contains("dir/b-nokind.yaml"));
+    let bad_config = server.dir().join("bad-kubeconfig");
+    std::fs::write(&bad_config, "clusters: [\n").unwrap();
+    let cfg = server
+        .kubectl_lite(&["--kubeconfig", bad_config.to_str().unwrap(), "get", "pods"])
+        .unwrap();
+    assert_eq!(cfg.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&cfg.stderr).contains("bad-kubeconfig"));
+}
