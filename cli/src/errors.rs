@@ -52,6 +52,24 @@ fn join(errors: &[CliError]) -> String {
 /// reason `Error from server: message`.
 fn server_message(status: &Status) -> String {
     let reason = status.reason.as_str();
+    // kubectl words a refused object by its causes: `The Pod "p" is invalid: field: message`.
+    if reason == "Invalid" {
+        let mut s = "The request is invalid".to_string();
+        let Some(d) = &status.details else {
+            return format!("{s}: {}", status.message);
+        };
+        if !d.kind.is_empty() || !d.name.is_empty() {
+            s = format!("The {} \"{}\" is invalid", d.kind, d.name);
+        }
+        let causes: Vec<String> =
+            d.causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        return match causes.as_slice() {
+            [] if status.message.is_empty() => s,
+            [] => format!("{s}: {}", status.message),
+            [one] => format!("{s}: {one}"),
+            many => format!("{s}: [{}]", many.join(", ")),
+        };
+    }
     if reason.is_empty() || reason == "Unknown" {
         format!("Error from server: {}", status.message)
     } else {
@@ -118,6 +136,19 @@ mod tests {
         let e = CliError::Server(Box::new(status));
         assert_eq!(e.to_string(), "Error from server (NotFound): pods \"x\" not found");
         assert!(e.is_not_found());
+    }
+
+    #[test]
+    fn an_invalid_object_is_worded_by_its_causes() {
+        let status: Status = serde_json::from_value(serde_json::json!({
+            "code": 422, "reason": "Invalid", "message": "Pod \"p1\" is invalid: ...",
+            "details": {"kind": "Pod", "name": "p1", "causes": [
+                {"field": "metadata.labels", "message": "Invalid value: \"a/b/c\": bad"}]}}))
+        .unwrap();
+        assert_eq!(
+            CliError::Server(Box::new(status)).to_string(),
+            "The Pod \"p1\" is invalid: metadata.labels: Invalid value: \"a/b/c\": bad"
+        );
     }
 
     #[test]

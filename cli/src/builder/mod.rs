@@ -218,3 +218,46 @@ async fn info_of(f: &Factory, d: documents::Document, namespace: &str) -> Result
     };
     Ok(Info { resource, namespace: ns, name, object: Some(object), origin: Some(d.origin) })
 }
+
+/// The objects of a collection, by name (for commands that act on each: delete, label, …).
+pub async fn list(f: &Factory, c: &Collection, sel: &Selection) -> Result<Vec<Info>> {
+    let url = c.resource.url(c.namespace.as_deref(), None) + &query(sel);
+    let list = f.get_json(&url).await?;
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    Ok(items
+        .iter()
+        .map(|o| Info {
+            resource: c.resource.clone(),
+            namespace: o["metadata"]["namespace"].as_str().map(str::to_string),
+            name: o["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+            object: None,
+            origin: None,
+        })
+        .collect())
+}
+
+/// `?labelSelector=…&fieldSelector=…` for a selection's selectors, or nothing.
+pub fn query(sel: &Selection) -> String {
+    let mut q = Vec::new();
+    if let Some(l) = &sel.selector {
+        q.push(format!("labelSelector={}", encode(l)));
+    }
+    if let Some(fs) = &sel.field_selector {
+        q.push(format!("fieldSelector={}", encode(fs)));
+    }
+    if q.is_empty() { String::new() } else { format!("?{}", q.join("&")) }
+}
+
+/// Percent-encodes a query value.
+pub fn encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}

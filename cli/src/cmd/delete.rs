@@ -84,7 +84,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     for t in targets {
         match t {
             Target::Object(i) => infos.push(i),
-            Target::Collection(c) => match list_names(f, &c, &sel).await {
+            Target::Collection(c) => match builder::list(f, &c, &sel).await {
                 Ok(found) => infos.extend(found),
                 Err(e) => errors.push(e),
             },
@@ -135,32 +135,6 @@ fn deleted_line(info: &Info, forced: bool) -> String {
         Some(ns) => format!("{kind} \"{}\" {verb} from {ns} namespace", info.name),
         None => format!("{kind} \"{}\" {verb}", info.name),
     }
-}
-
-async fn list_names(f: &Factory, c: &builder::Collection, sel: &Selection) -> Result<Vec<Info>> {
-    let mut url = c.resource.url(c.namespace.as_deref(), None);
-    let mut q = Vec::new();
-    if let Some(l) = &sel.selector {
-        q.push(format!("labelSelector={}", crate::cmd::get::encode(l)));
-    }
-    if let Some(fs) = &sel.field_selector {
-        q.push(format!("fieldSelector={}", crate::cmd::get::encode(fs)));
-    }
-    if !q.is_empty() {
-        url = format!("{url}?{}", q.join("&"));
-    }
-    let list = f.get_json(&url).await?;
-    let items = list["items"].as_array().cloned().unwrap_or_default();
-    Ok(items
-        .iter()
-        .map(|o| Info {
-            resource: c.resource.clone(),
-            namespace: o["metadata"]["namespace"].as_str().map(str::to_string),
-            name: o["metadata"]["name"].as_str().unwrap_or_default().to_string(),
-            object: None,
-            origin: None,
-        })
-        .collect())
 }
 
 /// Polls until the object is gone (kubectl watches; a poll every 200 ms is as prompt here).

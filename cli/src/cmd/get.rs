@@ -97,17 +97,7 @@ async fn fetch(f: &Factory, t: &Target, output: &Output, sel: &Selection) -> Res
     let (resource, url, listed) = match t {
         Target::Object(i) => (i.resource.clone(), i.url(), false),
         Target::Collection(c) => {
-            let mut url = c.resource.url(c.namespace.as_deref(), None);
-            let mut q = Vec::new();
-            if let Some(l) = &sel.selector {
-                q.push(format!("labelSelector={}", encode(l)));
-            }
-            if let Some(fs) = &sel.field_selector {
-                q.push(format!("fieldSelector={}", encode(fs)));
-            }
-            if !q.is_empty() {
-                url = format!("{url}?{}", q.join("&"));
-            }
+            let url = c.resource.url(c.namespace.as_deref(), None) + &builder::query(sel);
             (c.resource.clone(), url, true)
         }
     };
@@ -137,20 +127,6 @@ async fn fetch(f: &Factory, t: &Target, output: &Output, sel: &Selection) -> Res
 
 fn parse(bytes: &[u8]) -> Result<Value> {
     serde_json::from_slice(bytes).map_err(|e| CliError::Unreachable { reason: e.to_string() })
-}
-
-/// Percent-encodes a query value.
-pub fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 async fn print(

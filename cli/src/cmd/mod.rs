@@ -5,6 +5,9 @@ pub mod api_resources;
 pub mod create;
 pub mod delete;
 pub mod get;
+pub mod label;
+pub mod patch;
+pub mod scale;
 pub mod version;
 
 use std::ffi::OsString;
@@ -33,6 +36,14 @@ enum Command {
     Create(create::Args),
     /// Delete resources by file names, stdin, resources and names, or by resources and label selector.
     Delete(delete::Args),
+    /// Update the labels on a resource.
+    Label(label::Args),
+    /// Update the annotations on a resource.
+    Annotate(label::Args),
+    /// Update fields of a resource using strategic merge patch, a JSON merge patch, or a JSON patch.
+    Patch(patch::Args),
+    /// Set a new size for a deployment, replica set, replication controller, or stateful set.
+    Scale(scale::Args),
     /// Print the client and server version information.
     Version(version::Args),
     /// Print the supported API resources on the server.
@@ -75,6 +86,10 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Get(a) => get::run(f, a).await,
         Command::Create(a) => create::run(f, a).await,
         Command::Delete(a) => delete::run(f, a).await,
+        Command::Label(a) => label::run(f, label::Meta::Labels, a).await,
+        Command::Annotate(a) => label::run(f, label::Meta::Annotations, a).await,
+        Command::Patch(a) => patch::run(f, a).await,
+        Command::Scale(a) => scale::run(f, a).await,
         Command::Version(a) => version::run(f, a).await,
         Command::ApiResources(a) => api_resources::run(f, a).await,
     }
