@@ -123,7 +123,9 @@ fn mask(text: &str) -> String {
         regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap();
     let rv = regex::Regex::new(r#"(resourceVersion"?:\s*)"\d+""#).unwrap();
     let ws = regex::Regex::new(r" +").unwrap();
-    let t = stamp.replace_all(text, "<time>");
+    let port = regex::Regex::new(r"127\.0\.0\.1:\d+").unwrap();
+    let t = port.replace_all(text, "<server>");
+    let t = stamp.replace_all(&t, "<time>");
     let t = uid.replace_all(&t, "<uid>");
     let t = rv.replace_all(&t, "$1<rv>");
     let t = age.replace_all(&t, "<age>");
@@ -190,6 +192,29 @@ const EDITS: &[&[&str]] = &[
 #[test]
 fn kubectl_lite_edits_objects_as_kubectl_does_with_label_annotate_patch_and_scale() {
     compare(EDITS);
+}
+
+/// The kubeconfig read and changed (each server's admin kubeconfig is the file changed).
+const CONFIG: &[&[&str]] = &[
+    &["config", "view"],
+    &["config", "view", "--minify"],
+    &["config", "current-context"],
+    &["config", "get-contexts"],
+    &["config", "set-context", "dev", "--namespace=team", "--cluster=nope", "--user=u"],
+    &["config", "set-context", "dev", "--namespace=team2"],
+    &["config", "get-contexts"],
+    &["config", "get-contexts", "dev", "--no-headers"],
+    &["config", "use-context", "nope"],
+    &["config", "use-context", "dev"],
+    &["config", "current-context"],
+    &["config", "view", "--minify"],
+    &["config", "set-context", "--current", "--namespace=x"],
+    &["config", "view"],
+];
+
+#[test]
+fn kubectl_lite_reads_and_changes_the_kubeconfig_as_kubectl_does() {
+    compare(CONFIG);
 }
 
 /// Runs `script` through kubectl-lite and the real kubectl, each against a server of its own,

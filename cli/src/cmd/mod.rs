@@ -2,6 +2,7 @@
 //! [`run`]: parse, act, print errors as kubectl does, exit 0 or 1.
 
 pub mod api_resources;
+pub mod config;
 pub mod create;
 pub mod delete;
 pub mod get;
@@ -44,6 +45,8 @@ enum Command {
     Patch(patch::Args),
     /// Set a new size for a deployment, replica set, replication controller, or stateful set.
     Scale(scale::Args),
+    /// Modify kubeconfig files.
+    Config(config::Args),
     /// Print the client and server version information.
     Version(version::Args),
     /// Print the supported API resources on the server.
@@ -90,6 +93,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Annotate(a) => label::run(f, label::Meta::Annotations, a).await,
         Command::Patch(a) => patch::run(f, a).await,
         Command::Scale(a) => scale::run(f, a).await,
+        Command::Config(a) => config::run(f, a).await,
         Command::Version(a) => version::run(f, a).await,
         Command::ApiResources(a) => api_resources::run(f, a).await,
     }
