@@ -141,7 +141,13 @@ pub async fn client_config(flags: &ConfigFlags) -> Result<ClientConfig> {
     if let Some(ns) = &flags.namespace {
         kube.default_namespace = ns.clone();
     }
-    if let Some(t) = flags.request_timeout {
+    if let Some(user) = &flags.impersonate {
+        kube.auth_info.impersonate = Some(user.clone());
+    }
+    if !flags.impersonate_groups.is_empty() {
+        kube.auth_info.impersonate_groups = Some(flags.impersonate_groups.clone());
+    }
+    if let Some(t) = flags.request_timeout.filter(|t| !t.is_zero()) {
         kube.read_timeout = Some(t);
         kube.connect_timeout = Some(kube.connect_timeout.map_or(t, |c| c.min(t)));
     }

@@ -39,6 +39,9 @@ pub enum CliError {
     /// The command line asks for something that cannot be done.
     #[error("error: {0}")]
     Usage(String),
+    /// A failure already reported on stdout (`auth can-i` answering `no`): exit 1, print nothing.
+    #[error("")]
+    Silent,
     /// Several errors, reported together at the end (one per document or object).
     #[error("{}", join(.0))]
     Many(Vec<CliError>),

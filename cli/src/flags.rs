@@ -43,6 +43,12 @@ pub struct ConfigFlags {
     /// The length of time to wait before giving up on a single server request (`0`: none).
     #[arg(long, global = true, value_parser = crate::config::parse_timeout)]
     pub request_timeout: Option<Duration>,
+    /// Username to impersonate for the operation.
+    #[arg(long = "as", global = true)]
+    pub impersonate: Option<String>,
+    /// Group to impersonate for the operation (repeatable).
+    #[arg(long = "as-group", global = true)]
+    pub impersonate_groups: Vec<String>,
     /// Number for the log level verbosity (6 and above show each HTTP request).
     #[arg(short = 'v', long = "v", global = true, default_value_t = 0)]
     pub verbosity: u8,

@@ -66,6 +66,11 @@ fn write_files(server: &ApiServer) {
     )
     .unwrap();
     std::fs::write(d.join("not-yaml.yaml"), "kind: [\n").unwrap();
+    std::fs::write(
+        d.join("node.yaml"),
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {pool: a}}\n",
+    )
+    .unwrap();
 }
 
 /// The script: every step's arguments.
@@ -124,7 +129,8 @@ fn mask(text: &str) -> String {
     let rv = regex::Regex::new(r#"(resourceVersion"?:\s*)"\d+""#).unwrap();
     let ws = regex::Regex::new(r" +").unwrap();
     let port = regex::Regex::new(r"127\.0\.0\.1:\d+").unwrap();
-    let t = port.replace_all(text, "<server>");
+    let t = text.replace("kubectl-lite ", "kubectl ");
+    let t = port.replace_all(&t, "<server>");
     let t = stamp.replace_all(&t, "<time>");
     let t = uid.replace_all(&t, "<uid>");
     let t = rv.replace_all(&t, "$1<rv>");
@@ -215,6 +221,33 @@ const CONFIG: &[&[&str]] = &[
 #[test]
 fn kubectl_lite_reads_and_changes_the_kubeconfig_as_kubectl_does() {
     compare(CONFIG);
+}
+
+/// Node scheduling and what the server lets us do.
+const ADMIN: &[&[&str]] = &[
+    &["create", "-f", "node.yaml"],
+    &["cordon", "n1"],
+    &["cordon", "n1"],
+    &["get", "nodes"],
+    &["uncordon", "n1"],
+    &["uncordon", "n1"],
+    &["cordon", "-l", "pool=a"],
+    &["cordon", "nope"],
+    &["auth", "whoami"],
+    &["auth", "can-i", "get", "pods"],
+    &["auth", "can-i", "get", "pods", "--as=bob"],
+    &["auth", "can-i", "get", "pods", "-q", "--as=bob"],
+    &["auth", "can-i", "create", "deployments.apps", "-n", "x"],
+    &["auth", "can-i", "get", "nodes/n1", "--as=bob"],
+    &["auth", "can-i", "get", "pods", "--subresource=log", "-A"],
+    &["auth", "can-i", "get", "/healthz", "--as=bob", "--as-group=system:authenticated"],
+    &["auth", "can-i", "get"],
+    &["get", "pods", "--as=bob"],
+];
+
+#[test]
+fn kubectl_lite_cordons_nodes_and_asks_the_authorizer_as_kubectl_does() {
+    compare(ADMIN);
 }
 
 /// Runs `script` through kubectl-lite and the real kubectl, each against a server of its own,

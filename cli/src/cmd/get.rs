@@ -89,7 +89,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
             Err(e) => errors.push(e),
         }
     }
-    print(f, &a, &output, &targets, got).await?;
+    print(f, &a, &output, &targets, got, errors.is_empty()).await?;
     crate::cmd::finish(errors)
 }
 
@@ -135,6 +135,7 @@ async fn print(
     output: &Output,
     targets: &[Target],
     got: Vec<Got>,
+    all_fetched: bool,
 ) -> Result<()> {
     let types: Vec<String> = {
         let mut t: Vec<String> = Vec::new();
@@ -187,7 +188,8 @@ async fn print(
                 printed = true;
             }
             print!("{out}");
-            if !printed && targets.iter().all(|t| matches!(t, Target::Collection(_))) {
+            if !printed && all_fetched && targets.iter().all(|t| matches!(t, Target::Collection(_)))
+            {
                 eprintln!("{}", no_resources(f, a, targets).await?);
             }
         }

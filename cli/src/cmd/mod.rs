@@ -2,7 +2,9 @@
 //! [`run`]: parse, act, print errors as kubectl does, exit 0 or 1.
 
 pub mod api_resources;
+pub mod auth;
 pub mod config;
+pub mod cordon;
 pub mod create;
 pub mod delete;
 pub mod get;
@@ -45,6 +47,12 @@ enum Command {
     Patch(patch::Args),
     /// Set a new size for a deployment, replica set, replication controller, or stateful set.
     Scale(scale::Args),
+    /// Mark node as unschedulable.
+    Cordon(cordon::Args),
+    /// Mark node as schedulable.
+    Uncordon(cordon::Args),
+    /// Inspect authorization.
+    Auth(auth::Args),
     /// Modify kubeconfig files.
     Config(config::Args),
     /// Print the client and server version information.
@@ -77,6 +85,7 @@ where
     let factory = Factory::new(cli.flags);
     match runtime.block_on(dispatch(&factory, cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Silent) => ExitCode::from(1),
         Err(e) => {
             eprintln!("{e}");
             ExitCode::from(1)
@@ -93,6 +102,9 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Annotate(a) => label::run(f, label::Meta::Annotations, a).await,
         Command::Patch(a) => patch::run(f, a).await,
         Command::Scale(a) => scale::run(f, a).await,
+        Command::Cordon(a) => cordon::run(f, a, true).await,
+        Command::Uncordon(a) => cordon::run(f, a, false).await,
+        Command::Auth(a) => auth::run(f, a).await,
         Command::Config(a) => config::run(f, a).await,
         Command::Version(a) => version::run(f, a).await,
         Command::ApiResources(a) => api_resources::run(f, a).await,
