@@ -73,6 +73,29 @@ impl Factory {
         body: Option<(Vec<u8>, &str)>,
         accept: &str,
     ) -> Result<Vec<u8>> {
+        let res = self.response(method, path, body, accept).await?;
+        Ok(read_body(res.into_body()).await?.to_vec())
+    }
+
+    /// GETs `path` and hands its body over as it arrives (logs with `-f`).
+    pub async fn stream(
+        &self,
+        path: &str,
+    ) -> Result<impl futures::Stream<Item = std::result::Result<bytes::Bytes, kube::Error>> + use<>>
+    {
+        let res = self.response(Method::GET, path, None, "*/*").await?;
+        Ok(res.into_body().into_data_stream())
+    }
+
+    /// The response to a request, its `Warning` headers printed; a non-2xx answer is the
+    /// server's `Status` as an error.
+    async fn response(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(Vec<u8>, &str)>,
+        accept: &str,
+    ) -> Result<http::Response<kube::client::Body>> {
         let client = self.client().await?;
         let mut req = Request::builder().method(method.clone()).uri(path).header("Accept", accept);
         let body = match body {
@@ -97,16 +120,10 @@ impl Factory {
             }
         }
         let status = res.status();
-        let bytes = res
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| CliError::Unreachable { reason: e.to_string() })?
-            .to_bytes()
-            .to_vec();
         if status.is_success() {
-            return Ok(bytes);
+            return Ok(res);
         }
+        let bytes = read_body(res.into_body()).await?;
         let parsed: Option<Status> =
             serde_json::from_slice(&bytes).ok().filter(|s: &Status| !s.message.is_empty());
         let s = parsed.unwrap_or_else(|| Status {
@@ -187,6 +204,14 @@ impl Factory {
             ))
         })
     }
+}
+
+async fn read_body(body: kube::client::Body) -> Result<bytes::Bytes> {
+    Ok(body
+        .collect()
+        .await
+        .map_err(|e| CliError::Unreachable { reason: e.to_string() })?
+        .to_bytes())
 }
 
 /// The text of a `Warning` header (`299 - "text"`), as kubectl prints it.

@@ -9,6 +9,7 @@ pub mod create;
 pub mod delete;
 pub mod get;
 pub mod label;
+pub mod logs;
 pub mod patch;
 pub mod scale;
 pub mod version;
@@ -39,6 +40,8 @@ enum Command {
     Create(create::Args),
     /// Delete resources by file names, stdin, resources and names, or by resources and label selector.
     Delete(delete::Args),
+    /// Print the logs for a container in a pod.
+    Logs(logs::Args),
     /// Update the labels on a resource.
     Label(label::Args),
     /// Update the annotations on a resource.
@@ -98,6 +101,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Get(a) => get::run(f, a).await,
         Command::Create(a) => create::run(f, a).await,
         Command::Delete(a) => delete::run(f, a).await,
+        Command::Logs(a) => logs::run(f, a).await,
         Command::Label(a) => label::run(f, label::Meta::Labels, a).await,
         Command::Annotate(a) => label::run(f, label::Meta::Annotations, a).await,
         Command::Patch(a) => patch::run(f, a).await,
