@@ -60,7 +60,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         _ => return Err(CliError::Usage("expected at most two arguments: POD [CONTAINER]".into())),
     };
     let name = match pod_arg.split_once('/') {
-        Some((t, n)) if matches!(t, "pod" | "pods" | "po") => n.to_string(),
+        Some(("pod" | "pods" | "po", n)) => n.to_string(),
         Some((t, _)) => {
             return Err(CliError::Usage(format!(
                 "cannot get the logs from {t}: only pods are read here"
