@@ -48,7 +48,7 @@ pub struct Args {
     /// Process the directory used in -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Keep managedFields in JSON and YAML output.
+    /// Keep managedFields in JSON and YAML output (templates always see them).
     #[arg(long)]
     pub show_managed_fields: bool,
     /// Ignore errors in templates when a field or map key is missing (jsonpath).
@@ -241,7 +241,9 @@ async fn print(
                     all.extend(items);
                 }
             }
-            if !a.show_managed_fields {
+            // kubectl omits managedFields from JSON and YAML only; templates and columns see
+            // the object whole.
+            if !a.show_managed_fields && matches!(output, Output::Json | Output::Yaml) {
                 for o in &mut all {
                     if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
                         m.remove("managedFields");
