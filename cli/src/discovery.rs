@@ -87,7 +87,7 @@ impl Resource {
 
 /// Every resource the server serves, in discovery order (the core group first, then groups in
 /// the server's preference order; within a group the preferred version first).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct Resources {
     pub resources: Vec<Arc<Resource>>,
 }
@@ -266,13 +266,15 @@ impl DiskCache {
         if age > CACHE_TTL {
             return None;
         }
-        serde_json::from_slice(&std::fs::read(&self.path).ok()?).ok()
+        let rows: Vec<Resource> = serde_json::from_slice(&std::fs::read(&self.path).ok()?).ok()?;
+        Some(Resources { resources: rows.into_iter().map(Arc::new).collect() })
     }
 
     /// Writes the cache (best effort, as kubectl: a read-only home only costs a refetch).
     pub fn write(&self, resources: &Resources) {
         let Some(dir) = self.path.parent() else { return };
-        let Ok(bytes) = serde_json::to_vec(resources) else { return };
+        let rows: Vec<&Resource> = resources.resources.iter().map(|r| r.as_ref()).collect();
+        let Ok(bytes) = serde_json::to_vec(&rows) else { return };
         let tmp = self.path.with_extension("tmp");
         let _ = std::fs::create_dir_all(dir)
             .and_then(|()| std::fs::write(&tmp, bytes))

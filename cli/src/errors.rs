@@ -42,6 +42,12 @@ pub enum CliError {
     /// A failure already reported on stdout (`auth can-i` answering `no`): exit 1, print nothing.
     #[error("")]
     Silent,
+    /// An `-o jsonpath` template that does not parse, or failed on the objects.
+    #[error("error: {0}")]
+    Template(#[from] crate::printers::jsonpath::TemplateError),
+    /// An `-o custom-columns` spec that does not parse, or failed on the objects.
+    #[error("error: {0}")]
+    Columns(#[from] crate::printers::custom_columns::SpecError),
     /// Several errors, reported together at the end (one per document or object).
     #[error("{}", join(.0))]
     Many(Vec<CliError>),

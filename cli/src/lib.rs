@@ -5,7 +5,7 @@
 //! - [`factory`]: what commands are built from: the client, the namespace, discovery.
 //! - [`discovery`]: served resources from aggregated discovery, cached on disk; type lookup.
 //! - [`builder`]: files, directories, stdin and `TYPE NAME` arguments → objects to act on.
-//! - [`printers`]: tables from the server's `Table`, `-o name|json|yaml`.
+//! - [`printers`]: tables from the server's `Table`, `-o name|json|yaml|jsonpath|custom-columns`.
 //! - [`cmd`]: one room per command; [`errors`]: kubectl's error wording and exit codes.
 //! - [`duration`]: Go durations in, kubectl's ages out.
 

@@ -71,6 +71,10 @@ fn write_files(server: &ApiServer) {
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {pool: a}}\n",
     )
     .unwrap();
+    std::fs::write(d.join("columns.txt"), "NAME   APP\n.metadata.name  {.metadata.labels.app}\n")
+        .unwrap();
+    std::fs::write(d.join("template.txt"), "{range .items[*]}{.metadata.name}{\"\\n\"}{end}")
+        .unwrap();
 }
 
 /// The script: every step's arguments.
@@ -111,6 +115,41 @@ const SCRIPT: &[&[&str]] = &[
     &["get", "cm", "-n", "team-a", "-o", "name"],
     &["get", "cm", "c1", "nope", "c2"],
     &["get", "-f", "cm.yaml"],
+    &["get", "cm", "c1", "-o", "jsonpath={.metadata.name} {.data.a} {.data.html}"],
+    &["get", "cm", "c1", "-o", "jsonpath={.metadata.labels}"],
+    &["get", "cm", "-o", "jsonpath={.items[*].metadata.name}"],
+    &["get", "cm", "-o", r#"jsonpath={range .items[*]}{.metadata.name}{"\t"}{.data}{"\n"}{end}"#],
+    &["get", "cm", "-o", r#"jsonpath={.items[?(@.metadata.name=="c2")].data.k}"#],
+    &["get", "cm", "-o", r#"jsonpath={.items[?(@.metadata.name!="c2")].metadata.name}"#],
+    &["get", "cm", "c1", "-o", "jsonpath={..app}"],
+    &["get", "cm", "c1", "-o", "jsonpath={.nope}|{.metadata.name}"],
+    &["get", "cm", "c1", "-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"],
+    &["get", "cm", "c1", "-o", "jsonpath={.metadata.managedFields}"],
+    &["get", "cm", "-o", "jsonpath={.items[9]}"],
+    &["get", "cm", "-o", "jsonpath={.x"],
+    &["get", "cm", "-o", "jsonpath="],
+    &["get", "cm", "-o", "jsonpath-file=template.txt"],
+    &["get", "cm", "-o", "jsonpath-file=nope.txt"],
+    &[
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        r"jsonpath={.spec.replicas} {.metadata.labels.app} {.spec.template.spec.containers[-1].image}",
+    ],
+    &[
+        "get",
+        "cm",
+        "-o",
+        "custom-columns=NAME:.metadata.name,APP:.metadata.labels.app,DATA:{.data}",
+    ],
+    &["get", "cm", "c1", "-o", "custom-columns=NAME:metadata.name,KEYS:.data.a"],
+    &["get", "cm", "-o", "custom-columns=NAME:.metadata.name", "--no-headers"],
+    &["get", "cm", "-o", "custom-columns-file=columns.txt"],
+    &["get", "cm", "-o", "custom-columns=NAME"],
+    &["get", "cm", "-o", "custom-columns="],
+    &["get", "cm", "-o", "custom-columns=N:{.a"],
+    &["get", "cm", "-o", "custom-columns-file=nope.txt"],
     &["delete", "cm", "c2"],
     &["delete", "cm", "nope"],
     &["delete", "cm", "-l", "app=x"],

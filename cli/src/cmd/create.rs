@@ -25,7 +25,11 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     let (infos, mut errors) = builder::from_files(f, &a.filenames, a.recursive).await?;
     for info in infos {
         let Some(object) = &info.object else { continue };
-        let url = info.resource.url(info.namespace.as_deref(), None);
+        // kubectl create's default `--field-manager`: what managedFields record as the manager.
+        let url = format!(
+            "{}?fieldManager=kubectl-create",
+            info.resource.url(info.namespace.as_deref(), None)
+        );
         let body = serde_json::to_vec(object).map_err(|e| CliError::Usage(e.to_string()))?;
         match f.send(Method::POST, &url, Some((body, "application/json")), "application/json").await
         {

@@ -20,7 +20,8 @@ const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 pub struct Args {
     /// TYPE[.VERSION][.GROUP] [NAME ...] or TYPE/NAME ...
     pub args: Vec<String>,
-    /// Output format: json, yaml, name, wide.
+    /// Output format: json, yaml, name, wide, jsonpath=…, jsonpath-file=…, custom-columns=…,
+    /// custom-columns-file=….
     #[arg(short = 'o', long)]
     pub output: Option<String>,
     /// Selector (label query) to filter on.
@@ -47,9 +48,12 @@ pub struct Args {
     /// Process the directory used in -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Keep managedFields in JSON and YAML output.
+    /// Keep managedFields in JSON and YAML output (templates always see them).
     #[arg(long)]
     pub show_managed_fields: bool,
+    /// Ignore errors in templates when a field or map key is missing (jsonpath).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    pub allow_missing_template_keys: bool,
 }
 
 /// One type's table: the rows of every target of that type under one header.
@@ -202,7 +206,7 @@ async fn print(
                 }
             }
         }
-        Output::Json | Output::Yaml => {
+        Output::Json | Output::Yaml | Output::JsonPath(_) | Output::CustomColumns(_) => {
             if got.is_empty() {
                 // Every target failed: nothing to print but the errors.
                 return Ok(());
@@ -215,17 +219,22 @@ async fn print(
                     all.extend(items);
                 }
             }
-            if !a.show_managed_fields {
+            // kubectl omits managedFields from JSON and YAML only; templates and columns see
+            // the object whole.
+            if !a.show_managed_fields && matches!(output, Output::Json | Output::Yaml) {
                 for o in &mut all {
                     if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
                         m.remove("managedFields");
                     }
                 }
             }
-            let text = if *output == Output::Json {
-                printers::json_of(&all, listed)
-            } else {
-                printers::yaml_of(&all, listed)
+            let text = match output {
+                Output::Json => printers::json_of(&all, listed),
+                Output::JsonPath(t) => {
+                    printers::jsonpath_of(t, &all, listed, a.allow_missing_template_keys)?
+                }
+                Output::CustomColumns(c) => printers::custom_columns_of(c, &all, a.no_headers)?,
+                _ => printers::yaml_of(&all, listed),
             };
             print!("{text}");
         }

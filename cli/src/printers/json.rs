@@ -61,7 +61,7 @@ fn write_value(out: &mut String, v: &Value, level: usize) {
     }
 }
 
-fn write_string(out: &mut String, s: &str) {
+pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
