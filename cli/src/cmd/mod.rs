@@ -2,6 +2,7 @@
 //! [`run`]: parse, act, print errors as kubectl does, exit 0 or 1.
 
 pub mod api_resources;
+pub mod apply;
 pub mod create;
 pub mod delete;
 pub mod get;
@@ -31,6 +32,8 @@ enum Command {
     Get(get::Args),
     /// Create a resource from a file or from stdin.
     Create(create::Args),
+    /// Apply a configuration to a resource by file name or stdin.
+    Apply(apply::Args),
     /// Delete resources by file names, stdin, resources and names, or by resources and label selector.
     Delete(delete::Args),
     /// Print the client and server version information.
@@ -74,6 +77,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
     match command {
         Command::Get(a) => get::run(f, a).await,
         Command::Create(a) => create::run(f, a).await,
+        Command::Apply(a) => apply::run(f, a).await,
         Command::Delete(a) => delete::run(f, a).await,
         Command::Version(a) => version::run(f, a).await,
         Command::ApiResources(a) => api_resources::run(f, a).await,
