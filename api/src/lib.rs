@@ -8,6 +8,8 @@
 //! - [`quantity`]: resource quantities, parsed exactly.
 //! - [`qos`]: the pod QoS class.
 //! - [`keys`]: well-known label and annotation keys.
+//! - [`schema`]: how the built-in types' lists and maps merge (list types, merge keys), for
+//!   server-side apply, strategic merge patch and kubectl-lite's three-way patch.
 //! - [`secret`]: Secret types, their required keys, the size limit of Secrets and ConfigMaps.
 //! - [`static_pod`]: static pod naming and UIDs.
 
@@ -17,6 +19,7 @@ pub mod defaults;
 pub mod keys;
 pub mod qos;
 pub mod quantity;
+pub mod schema;
 pub mod secret;
 pub mod static_pod;
 pub mod validation;

@@ -85,9 +85,9 @@ fn missing_member(doc: &Value, path: &str) -> bool {
 }
 
 /// The merge key of a list field of the built-in types, from the one table
-/// [`managedfields::schema`](crate::managedfields::schema) keeps for server-side apply too.
+/// [`api::schema`] keeps for server-side apply and kubectl-lite's apply too.
 fn merge_key(field: &str, sample: Option<&Value>) -> Option<&'static str> {
-    crate::managedfields::schema::merge_key(field, sample)
+    api::schema::merge_key(field, sample)
 }
 
 /// Primitive lists merged as sets (`patchStrategy: merge` on a list of strings).

@@ -8,6 +8,7 @@
 //! - [`printers`]: tables from the server's `Table`, `-o name|json|yaml|jsonpath|custom-columns`.
 //! - [`cmd`]: one room per command; [`errors`]: kubectl's error wording and exit codes.
 //! - [`duration`]: Go durations in, kubectl's ages out.
+//! - [`strategicpatch`]: kubectl apply's three-way strategic merge patch, pure.
 
 pub mod builder;
 pub mod cmd;
@@ -18,5 +19,6 @@ pub mod errors;
 pub mod factory;
 pub mod flags;
 pub mod printers;
+pub mod strategicpatch;
 
 pub use cmd::run;

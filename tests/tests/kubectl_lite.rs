@@ -47,8 +47,61 @@ const DEPLOY: &str = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
   "template": {"metadata": {"labels": {"app": "web"}},
    "spec": {"containers": [{"name": "web", "image": "nginx:1.8"}]}}}}"#;
 
+/// A Deployment applied, then changed: a label changed, an annotation removed, the image
+/// changed and a container port added.
+const APPLY_V1: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+  labels: {app: app, tier: web}
+  annotations: {note: first}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.8
+";
+
+const APPLY_V2: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+  labels: {app: app, tier: api}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.9
+        ports:
+        - containerPort: 80
+";
+
+const SSA: &str = "apiVersion: v1
+kind: ConfigMap
+metadata: {name: ssa}
+data: {a: \"1\", b: \"2\"}
+";
+
+const SSA_OTHER: &str = "apiVersion: v1
+kind: ConfigMap
+metadata: {name: ssa}
+data: {a: \"other\"}
+";
+
 fn write_files(server: &ApiServer) {
     let d = server.dir();
+    std::fs::write(d.join("apply-v1.yaml"), APPLY_V1).unwrap();
+    std::fs::write(d.join("apply-v2.yaml"), APPLY_V2).unwrap();
+    std::fs::write(d.join("ssa.yaml"), SSA).unwrap();
+    std::fs::write(d.join("ssa-other.yaml"), SSA_OTHER).unwrap();
     std::fs::write(d.join("cm.yaml"), CM).unwrap();
     std::fs::write(d.join("pod.yaml"), POD).unwrap();
     std::fs::write(d.join("multi.yaml"), MULTI).unwrap();
@@ -150,6 +203,25 @@ const SCRIPT: &[&[&str]] = &[
     &["get", "cm", "-o", "custom-columns="],
     &["get", "cm", "-o", "custom-columns=N:{.a"],
     &["get", "cm", "-o", "custom-columns-file=nope.txt"],
+    &["apply", "-f", "apply-v1.yaml"],
+    &["apply", "-f", "apply-v1.yaml"],
+    &["apply", "-f", "apply-v2.yaml"],
+    &["get", "deploy", "app", "-o", "yaml"],
+    &["apply", "-f", "apply-v2.yaml"],
+    &["apply", "-f", "apply-v1.yaml", "-o", "name"],
+    &["get", "deploy", "app", "-o", "json"],
+    &["apply", "--server-side", "-f", "ssa.yaml"],
+    &["apply", "--server-side", "--field-manager=other", "-f", "ssa-other.yaml"],
+    &[
+        "apply",
+        "--server-side",
+        "--field-manager=other",
+        "--force-conflicts",
+        "-f",
+        "ssa-other.yaml",
+    ],
+    &["get", "cm", "ssa", "-o", "yaml"],
+    &["apply", "--server-side", "-f", "ssa.yaml"],
     &["delete", "cm", "c2"],
     &["delete", "cm", "nope"],
     &["delete", "cm", "-l", "app=x"],
@@ -179,7 +251,7 @@ fn mask(text: &str) -> String {
 }
 
 #[test]
-fn kubectl_lite_prints_what_kubectl_prints_for_create_get_and_delete() {
+fn kubectl_lite_prints_what_kubectl_prints_for_create_get_apply_and_delete() {
     compare(SCRIPT);
 }
 

@@ -4,8 +4,8 @@
 //!
 //! - [`path`]: field paths and their FieldsV1 spelling (`f:`, `k:`, `v:`, `i:`);
 //! - [`set`]: sets of paths, FieldsV1 in and out, union, difference, intersection;
-//! - [`schema`]: list types, list map keys and map types of the built-in types (also strategic
-//!   merge patch's merge keys);
+//! - [`schema`]: list types, list map keys and map types of the built-in types, the `api`
+//!   crate's table (shared with strategic merge patch here and kubectl-lite's apply);
 //! - [`typed`]: an object's field set, comparison, merge and pruning;
 //! - [`merge`]: the updater: owners after an update or an apply, conflicts;
 //! - [`conflict`]: conflicts and upstream's 409 wording;
@@ -17,9 +17,9 @@ pub mod entries;
 pub mod manager;
 pub mod merge;
 pub mod path;
-pub mod schema;
 pub mod set;
 pub mod typed;
 
+pub use api::schema;
 pub use conflict::Conflicts;
 pub use manager::{ApplyError, FieldManager};

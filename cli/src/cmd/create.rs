@@ -1,5 +1,6 @@
-//! `create -f`: each object of the files POSTed to its collection; `<kind>/<name> created` per
-//! object, the failures reported at the end with the file they came from.
+//! `create -f`: each object of the files POSTed to its collection (with `--save-config`, carrying
+//! the last-applied annotation `apply` reads); `<kind>/<name> created` per object, the failures
+//! reported at the end with the file they came from.
 
 use http::Method;
 use serde_json::Value;
@@ -19,12 +20,17 @@ pub struct Args {
     /// Output format: name prints `<kind>/<name>` only.
     #[arg(short = 'o', long)]
     pub output: Option<String>,
+    /// Keep the configuration in the last-applied annotation, for a later `apply`.
+    #[arg(long)]
+    pub save_config: bool,
 }
 
 pub async fn run(f: &Factory, a: Args) -> Result<()> {
     let (infos, mut errors) = builder::from_files(f, &a.filenames, a.recursive).await?;
     for info in infos {
         let Some(object) = &info.object else { continue };
+        let saved = a.save_config.then(|| crate::cmd::apply::with_last_applied(object));
+        let object = saved.as_ref().unwrap_or(object);
         // kubectl create's default `--field-manager`: what managedFields record as the manager.
         let url = format!(
             "{}?fieldManager=kubectl-create",

@@ -2,6 +2,7 @@
 //! [`run`]: parse, act, print errors as kubectl does, exit 0 or 1.
 
 pub mod api_resources;
+pub mod apply;
 pub mod auth;
 pub mod config;
 pub mod cordon;
@@ -38,6 +39,8 @@ enum Command {
     Get(get::Args),
     /// Create a resource from a file or from stdin.
     Create(create::Args),
+    /// Apply a configuration to a resource by file name or stdin.
+    Apply(apply::Args),
     /// Delete resources by file names, stdin, resources and names, or by resources and label selector.
     Delete(delete::Args),
     /// Print the logs for a container in a pod.
@@ -100,6 +103,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
     match command {
         Command::Get(a) => get::run(f, a).await,
         Command::Create(a) => create::run(f, a).await,
+        Command::Apply(a) => apply::run(f, a).await,
         Command::Delete(a) => delete::run(f, a).await,
         Command::Logs(a) => logs::run(f, a).await,
         Command::Label(a) => label::run(f, label::Meta::Labels, a).await,

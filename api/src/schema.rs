@@ -3,9 +3,9 @@
 //! map` with `-list-map-keys`, or upstream's patch merge key where no list type is given, as
 //! structured-merge-diff reads it), sets (`list-type: set`), maps whose entries are owned one by
 //! one (labels, data, resource lists) and atomic structs and maps (`x-kubernetes-map-type:
-//! atomic`). Written once: strategic merge patch reads its merge keys from here too. Looked up
-//! by field name, as every name below means the same thing wherever the served kinds use it
-//! (`ports` is told apart by its items).
+//! atomic`). Written once: apiserver-lite's strategic merge patch and kubectl-lite's three-way
+//! patch read their merge keys from here too. Looked up by field name, as every name below
+//! means the same thing wherever the served kinds use it (`ports` is told apart by its items).
 
 use serde_json::Value;
 
@@ -84,6 +84,13 @@ pub fn merge_key(field: &str, sample: Option<&Value>) -> Option<&'static str> {
         ListType::Map(keys) => keys.first().copied(),
         ListType::Atomic | ListType::Set => None,
     }
+}
+
+/// Whether strategic merge patch's `retainKeys` strategy applies to the field: a patch of it
+/// lists the keys to keep (`$retainKeys`), as the union types `volumes[*]` (a volume's one
+/// source) and a Deployment's `strategy` declare.
+pub fn retains_keys(field: &str) -> bool {
+    matches!(field, "volumes" | "strategy")
 }
 
 #[cfg(test)]
