@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Times kubectl-lite and the real kubectl running the same commands against one apiserver.
+
+Each command is run --runs times per tool, alternating tools, after one untimed run each that
+warms both discovery caches (each tool has its own HOME). Wall time is measured around the
+process; peak RSS is the child's ru_maxrss from wait4. Prints medians and the ratio.
+Only the standard library; hack/bench-kubectl.sh starts the server and calls this.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import time
+
+
+def run(tool, home, kubeconfig, args):
+    env = dict(os.environ, HOME=home, KUBECONFIG=kubeconfig)
+    start = time.perf_counter()
+    p = subprocess.Popen([tool, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - start
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise RuntimeError(f"{tool} {' '.join(args)}: exit {p.returncode}: {p.stderr.read()[:300]!r}")
+    return wall, usage.ru_maxrss / 1024.0
+
+
+def pods_list(namespace, n):
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"pod-{i:05d}", "namespace": namespace, "labels": {"app": "bench"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.35"}]},
+        }
+        for i in range(n)
+    ]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kubeconfig", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--lite", required=True)
+    ap.add_argument("--kubectl", required=True)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--pods", type=int, default=10_000)
+    a = ap.parse_args()
+    homes = {}
+    for name in ("lite", "kubectl"):
+        homes[name] = os.path.join(a.work, "home-" + name)
+        os.makedirs(homes[name], exist_ok=True)
+    tools = {"lite": a.lite, "kubectl": a.kubectl}
+
+    def setup(namespace, n):
+        f = os.path.join(a.work, f"{namespace}.json")
+        with open(f, "w") as fh:
+            json.dump(pods_list(namespace, n), fh)
+        run(a.lite, homes["lite"], a.kubeconfig, ["create", "-f", ns_file(namespace)])
+        run(a.lite, homes["lite"], a.kubeconfig, ["create", "-f", f])
+
+    def ns_file(namespace):
+        f = os.path.join(a.work, f"ns-{namespace}.json")
+        with open(f, "w") as fh:
+            json.dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, fh)
+        return f
+
+    setup("bench100", 100)
+    setup("bench", a.pods - 100)
+    cases = [
+        ("get pods (100 pods)", ["get", "pods", "-n", "bench100"]),
+        (f"get pods -A ({a.pods:,} pods)", ["get", "pods", "-A"]),
+    ]
+    print(f"runs per tool: {a.runs}; medians; kubectl-lite / kubectl")
+    for label, args in cases:
+        for name in tools:  # warm the discovery caches
+            run(tools[name], homes[name], a.kubeconfig, args)
+        walls = {n: [] for n in tools}
+        rss = {n: [] for n in tools}
+        for _ in range(a.runs):
+            for name in tools:
+                w, r = run(tools[name], homes[name], a.kubeconfig, args)
+                walls[name].append(w)
+                rss[name].append(r)
+        lw, kw = statistics.median(walls["lite"]), statistics.median(walls["kubectl"])
+        lr, kr = statistics.median(rss["lite"]), statistics.median(rss["kubectl"])
+        print(
+            f"{label}: wall {lw * 1e3:.0f} ms vs {kw * 1e3:.0f} ms ({lw / kw:.2f}x); "
+            f"peak RSS {lr:.1f} MiB vs {kr:.1f} MiB ({lr / kr:.2f}x)"
+        )
+
+
+if __name__ == "__main__":
+    main()
