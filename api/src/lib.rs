@@ -4,6 +4,7 @@
 //! - [`cron`]: CronJob schedules, parsed and stepped as upstream's parser does.
 //! - [`decode`]: typed decoding with field paths and unknown-field reporting.
 //! - [`defaults`]: pod defaulting as the API server does it.
+//! - [`duration`]: Go's `time.Duration` syntax, parsed and printed (config files, CLI flags).
 //! - [`validation`]: `ValidatePodCreate` with upstream's field paths and messages.
 //! - [`quantity`]: resource quantities, parsed exactly.
 //! - [`qos`]: the pod QoS class.
@@ -16,6 +17,7 @@
 pub mod cron;
 pub mod decode;
 pub mod defaults;
+pub mod duration;
 pub mod keys;
 pub mod qos;
 pub mod quantity;

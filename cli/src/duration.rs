@@ -1,38 +1,13 @@
-//! Go's durations (`300ms`, `1.5h`, `2h45m`), as kubectl's flags take them, and kubectl's way of
+//! Go's durations (`300ms`, `1.5h`, `2h45m`; the `api` crate's parser), as kubectl's flags take
+//! them, and kubectl's way of
 //! printing an age (`4m22s`, `3d4h`, `2y`: two significant units, as apimachinery's
 //! `duration.HumanDuration`).
 
 use std::time::Duration;
 
-/// A Go duration: one or more `<number><unit>` with units `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`;
-/// `0` alone. Negative durations are refused.
+/// A Go duration (`api::duration`'s syntax); negative durations are refused.
 pub fn parse(s: &str) -> Option<Duration> {
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut rest = s;
-    let mut total = 0f64;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let n = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let value: f64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let u = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let scale = match &rest[..u] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[u..];
-        total += value * scale;
-    }
-    Some(Duration::from_secs_f64(total))
+    s.parse::<api::duration::GoDuration>().ok().map(|d| d.0)
 }
 
 /// An age as kubectl prints it (`HumanDuration`).

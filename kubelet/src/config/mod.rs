@@ -12,7 +12,7 @@
 pub mod apiserver;
 pub mod dir;
 pub mod dir_watch;
-pub mod duration;
+pub use api::duration;
 pub mod file;
 pub mod kubelet_config;
 pub mod manifest;
