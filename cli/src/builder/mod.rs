@@ -219,6 +219,23 @@ async fn info_of(f: &Factory, d: documents::Document, namespace: &str) -> Result
     Ok(Info { resource, namespace: ns, name, object: Some(object), origin: Some(d.origin) })
 }
 
+/// Every object a selection names, collections listed into their objects (for commands that
+/// act on each: delete, label, scale, cordon), and the errors met on the way.
+pub async fn infos(f: &Factory, sel: &Selection) -> Result<(Vec<Info>, Vec<CliError>)> {
+    let (targets, mut errors) = targets(f, sel).await?;
+    let mut infos = Vec::new();
+    for t in targets {
+        match t {
+            Target::Object(i) => infos.push(i),
+            Target::Collection(c) => match list(f, &c, sel).await {
+                Ok(found) => infos.extend(found),
+                Err(e) => errors.push(e),
+            },
+        }
+    }
+    Ok((infos, errors))
+}
+
 /// The objects of a collection, by name (for commands that act on each: delete, label, …).
 pub async fn list(f: &Factory, c: &Collection, sel: &Selection) -> Result<Vec<Info>> {
     let url = c.resource.url(c.namespace.as_deref(), None) + &query(sel);

@@ -4,7 +4,7 @@
 use http::Method;
 use serde_json::json;
 
-use crate::builder::{self, Selection, Target};
+use crate::builder::{self, Selection};
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
 
@@ -26,14 +26,7 @@ pub async fn run(f: &Factory, a: Args, unschedulable: bool) -> Result<()> {
     let mut args = vec!["nodes".to_string()];
     args.extend(a.nodes.iter().cloned());
     let sel = Selection { args, selector: a.selector.clone(), ..Selection::default() };
-    let (targets, mut errors) = builder::targets(f, &sel).await?;
-    let mut infos = Vec::new();
-    for t in targets {
-        match t {
-            Target::Object(i) => infos.push(i),
-            Target::Collection(c) => infos.extend(builder::list(f, &c, &sel).await?),
-        }
-    }
+    let (infos, mut errors) = builder::infos(f, &sel).await?;
     let (done, already) = if unschedulable {
         ("cordoned", "already cordoned")
     } else {

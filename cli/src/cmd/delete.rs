@@ -7,7 +7,7 @@ use std::time::Duration;
 use http::Method;
 use serde_json::{Value, json};
 
-use crate::builder::{self, Info, Selection, Target};
+use crate::builder::{self, Info, Selection};
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
 
@@ -79,17 +79,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         all: a.all,
         all_namespaces: a.all_namespaces,
     };
-    let (targets, mut errors) = builder::targets(f, &sel).await?;
-    let mut infos = Vec::new();
-    for t in targets {
-        match t {
-            Target::Object(i) => infos.push(i),
-            Target::Collection(c) => match builder::list(f, &c, &sel).await {
-                Ok(found) => infos.extend(found),
-                Err(e) => errors.push(e),
-            },
-        }
-    }
+    let (infos, mut errors) = builder::infos(f, &sel).await?;
     let grace = if a.force && a.grace_period < 0 { 0 } else { a.grace_period };
     let mut options =
         json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation});

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use http::Method;
 use serde_json::{Map, Value, json};
 
-use crate::builder::{self, Info, Selection, Target};
+use crate::builder::{self, Info, Selection};
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
 
@@ -147,17 +147,7 @@ pub async fn run(f: &Factory, meta: Meta, a: Args) -> Result<()> {
         all: a.all,
         all_namespaces: a.all_namespaces,
     };
-    let (targets, mut errors) = builder::targets(f, &sel).await?;
-    let mut infos = Vec::new();
-    for t in targets {
-        match t {
-            Target::Object(i) => infos.push(i),
-            Target::Collection(c) => match builder::list(f, &c, &sel).await {
-                Ok(found) => infos.extend(found),
-                Err(e) => errors.push(e),
-            },
-        }
-    }
+    let (infos, mut errors) = builder::infos(f, &sel).await?;
     for info in infos {
         if let Err(e) = one(f, meta, &a, &changes, &info).await {
             errors.push(e);

@@ -4,7 +4,7 @@
 use http::Method;
 use serde_json::json;
 
-use crate::builder::{self, Selection, Target};
+use crate::builder::{self, Selection};
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
 
@@ -48,14 +48,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         all: a.all,
         ..Selection::default()
     };
-    let (targets, mut errors) = builder::targets(f, &sel).await?;
-    let mut infos = Vec::new();
-    for t in targets {
-        match t {
-            Target::Object(i) => infos.push(i),
-            Target::Collection(c) => infos.extend(builder::list(f, &c, &sel).await?),
-        }
-    }
+    let (infos, mut errors) = builder::infos(f, &sel).await?;
     for info in infos {
         let url = format!("{}/scale", info.url());
         if a.current_replicas >= 0 || a.resource_version.is_some() {
