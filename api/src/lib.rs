@@ -13,6 +13,7 @@
 //!   server-side apply, strategic merge patch and kubectl-lite's three-way patch.
 //! - [`secret`]: Secret types, their required keys, the size limit of Secrets and ConfigMaps.
 //! - [`static_pod`]: static pod naming and UIDs.
+//! - [`table`]: kubectl's columns per kind and the `meta.k8s.io/v1` Table around them.
 
 pub mod cron;
 pub mod decode;
@@ -24,4 +25,5 @@ pub mod quantity;
 pub mod schema;
 pub mod secret;
 pub mod static_pod;
+pub mod table;
 pub mod validation;

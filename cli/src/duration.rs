@@ -10,43 +10,9 @@ pub fn parse(s: &str) -> Option<Duration> {
     s.parse::<api::duration::GoDuration>().ok().map(|d| d.0)
 }
 
-/// An age as kubectl prints it (`HumanDuration`).
+/// An age as kubectl prints it (`HumanDuration`, shared with the API server's tables).
 pub fn human(d: Duration) -> String {
-    let secs = d.as_secs();
-    if secs < 1 {
-        return "0s".into();
-    }
-    let (s, m, h, days) = (secs, secs / 60, secs / 3600, secs / 86_400);
-    if s < 60 * 2 {
-        return format!("{s}s");
-    }
-    if m < 10 {
-        let rs = s % 60;
-        return if rs == 0 { format!("{m}m") } else { format!("{m}m{rs}s") };
-    }
-    if m < 60 * 3 {
-        return format!("{m}m");
-    }
-    if h < 8 {
-        let rm = m % 60;
-        return if rm == 0 { format!("{h}h") } else { format!("{h}h{rm}m") };
-    }
-    if h < 48 {
-        return format!("{h}h");
-    }
-    if h < 24 * 8 {
-        let rh = h % 24;
-        return if rh == 0 { format!("{days}d") } else { format!("{days}d{rh}h") };
-    }
-    if h < 24 * 365 * 2 {
-        return format!("{days}d");
-    }
-    let years = days / 365;
-    if h < 24 * 365 * 8 {
-        let dy = days % 365;
-        return if dy == 0 { format!("{years}y") } else { format!("{years}y{dy}d") };
-    }
-    format!("{years}y")
+    api::table::human_duration(i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

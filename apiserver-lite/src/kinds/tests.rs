@@ -28,10 +28,10 @@ fn every_stored_kind_prints_a_table_row_and_selects_by_name_and_namespace() {
     let now = jiff::Timestamp::UNIX_EPOCH;
     for r in RESOURCES.iter().filter(|r| r.is_stored()) {
         let obj = json!({"metadata": {"name": "a", "namespace": "b"}});
-        let row = printers::row(r, &obj, now);
+        let row = (r.strategy.printer)(&obj, now);
         let named = row.iter().any(|(c, v)| c.name == "Name" && *v == json!("a"));
         assert!(named, "{}: a Name column with the object's name", r.qualified());
-        let columns: Vec<_> = printers::columns(r);
+        let columns: Vec<_> = printers::columns(r.strategy.printer);
         assert_eq!(columns, row.iter().map(|(c, _)| *c).collect::<Vec<_>>(), "{}", r.name);
 
         let by_meta = FieldSelector::parse("metadata.name=a,metadata.namespace=b", r).unwrap();

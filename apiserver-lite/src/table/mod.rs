@@ -1,79 +1,17 @@
-//! `as=Table` responses with kubectl's usual columns per kind. Each row carries the object's
-//! metadata (or the whole object with `includeObject=Object`), which `-A`, `--show-labels` and
-//! `-L` read.
+//! `as=Table` responses with kubectl's usual columns per kind (the `api` crate's printers and
+//! Table; each kind's printer named by its strategy). Each row carries the object's metadata
+//! (or the whole object with `includeObject=Object`), which `-A`, `--show-labels` and `-L`
+//! read.
 
-pub(crate) mod printers;
-
-use serde_json::{Value, json};
+pub(crate) use api::table::printers;
+pub use api::table::{IncludeObject, human_duration};
+use serde_json::Value;
 
 use crate::resources::ResourceType;
 
-/// What a row carries besides its cells (`includeObject`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IncludeObject {
-    None,
-    Metadata,
-    Object,
-}
-
-impl IncludeObject {
-    pub fn parse(v: Option<&str>) -> Self {
-        match v {
-            Some("None") => IncludeObject::None,
-            Some("Object") => IncludeObject::Object,
-            _ => IncludeObject::Metadata,
-        }
-    }
-}
-
-/// Upstream's `duration.HumanDuration`.
-pub fn human_duration(secs: i64) -> String {
-    if secs < -1 {
-        return "<invalid>".into();
-    }
-    let s = secs.max(0);
-    let (m, h) = (s / 60, s / 3600);
-    let (d, y) = (h / 24, h / (24 * 365));
-    let pair = |a: i64, ua: &str, b: i64, ub: &str| {
-        if b == 0 { format!("{a}{ua}") } else { format!("{a}{ua}{b}{ub}") }
-    };
-    match () {
-        _ if s < 120 => format!("{s}s"),
-        _ if m < 10 => pair(m, "m", s % 60, "s"),
-        _ if m < 180 => format!("{m}m"),
-        _ if h < 8 => pair(h, "h", m % 60, "m"),
-        _ if h < 48 => format!("{h}h"),
-        _ if h < 24 * 8 => pair(d, "d", h % 24, "h"),
-        _ if h < 24 * 365 * 2 => format!("{d}d"),
-        _ if h < 24 * 365 * 8 => pair(y, "y", d % 365, "d"),
-        _ => format!("{y}y"),
-    }
-}
-
-fn row(r: &ResourceType, o: &Value, include: IncludeObject, now: jiff::Timestamp) -> Value {
-    let cells: Vec<Value> = printers::row(r, o, now).into_iter().map(|(_, cell)| cell).collect();
-    let mut row = json!({"cells": cells});
-    match include {
-        IncludeObject::None => {}
-        IncludeObject::Object => row["object"] = o.clone(),
-        IncludeObject::Metadata => {
-            row["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]})
-        }
-    }
-    row
-}
-
 /// The column definitions of `r`.
 pub fn column_definitions(r: &ResourceType) -> Value {
-    json!(
-        printers::columns(r)
-            .iter()
-            .map(|c| json!({
-                "name": c.name, "type": c.ty, "format": if c.name == "Name" { "name" } else { "" },
-                "description": format!("{} of the {}", c.name, r.singular), "priority": c.priority,
-            }))
-            .collect::<Vec<_>>()
-    )
+    api::table::column_definitions(r.strategy.printer, r.singular)
 }
 
 /// A Table of `objects`; `with_columns` is false for watch events after the first.
@@ -84,17 +22,7 @@ pub fn table(
     metadata: Value,
     with_columns: bool,
 ) -> Value {
-    let now = jiff::Timestamp::now();
-    let mut t = json!({
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": metadata,
-        "rows": objects.iter().map(|o| row(r, o, include, now)).collect::<Vec<_>>(),
-    });
-    if with_columns {
-        t["columnDefinitions"] = column_definitions(r);
-    }
-    t
+    api::table::table(r.strategy.printer, r.singular, objects, include, metadata, with_columns)
 }
 
 /// Whether an `Accept` header asks for a Table.
@@ -106,6 +34,7 @@ pub fn wants_table(accept: &str) -> bool {
 mod tests {
     use super::*;
     use crate::resources::find;
+    use serde_json::json;
 
     #[test]
     fn durations_read_like_kubectl() {
@@ -137,7 +66,7 @@ mod tests {
                 {"kind": "ServiceAccount", "name": "web", "namespace": "a"},
             ],
         });
-        let row = printers::row(rb, &o, jiff::Timestamp::now());
+        let row = (rb.strategy.printer)(&o, jiff::Timestamp::now());
         let cells: Vec<(&str, String)> =
             row.iter().map(|(c, v)| (c.name, v.as_str().unwrap_or_default().to_string())).collect();
         assert_eq!(cells[1], ("Role", "ClusterRole/view".to_string()));
@@ -145,7 +74,8 @@ mod tests {
         assert_eq!(cells[4], ("Groups", "devs".to_string()));
         assert_eq!(cells[5], ("ServiceAccounts", "a/web".to_string()));
         let roles = &crate::resources::CLUSTER_ROLES;
-        let names: Vec<&str> = printers::columns(roles).iter().map(|c| c.name).collect();
+        let names: Vec<&str> =
+            printers::columns(roles.strategy.printer).iter().map(|c| c.name).collect();
         assert_eq!(names, ["Name", "Created At"]);
     }
 
@@ -292,7 +222,11 @@ mod tests {
                 "Complete",
                 "3/3",
                 "65s",
-                printers::age_for_tests("2020-01-01T00:00:00Z"),
+                human_duration(
+                    (jiff::Timestamp::now()
+                        - "2020-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap())
+                    .get_seconds()
+                ),
                 "pi",
                 "perl:5",
                 "batch.kubernetes.io/controller-uid=u"

@@ -1,11 +1,10 @@
-//! kubectl's columns per resource. Each resource's row is written as (column, cell) pairs side
-//! by side, so a header and its cell cannot drift apart; the column definitions are the columns
-//! of any row (read from an empty object's).
+//! kubectl's columns per kind. Each kind's row is written as (column, cell) pairs side by side,
+//! so a header and its cell cannot drift apart; the column definitions are the columns of any
+//! row (read from an empty object's).
 
 use serde_json::{Value, json};
 
 use super::human_duration;
-use crate::resources::ResourceType;
 
 /// One column: header, type, and priority (1: shown only by `-o wide`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,35 +24,33 @@ const AGE: Column = col("Age", "string", 0);
 /// A row: each column with its cell.
 pub type Row = Vec<(Column, Value)>;
 
-/// The row of `o`, a `r`: its kind's printer.
-pub fn row(r: &ResourceType, o: &Value, now: jiff::Timestamp) -> Row {
-    (r.strategy.printer)(o, now)
-}
+/// A kind's printer: an object's row at `now`.
+pub type Printer = fn(&Value, jiff::Timestamp) -> Row;
 
 /// The columns of a kind with no printer of its own.
-pub(crate) fn plain(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn plain(o: &Value, now: jiff::Timestamp) -> Row {
     vec![name(o), age_of(o, now)]
 }
 
-pub(crate) fn namespace(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn namespace(o: &Value, now: jiff::Timestamp) -> Row {
     vec![name(o), (col("Status", "string", 0), str(&o["status"]["phase"])), age_of(o, now)]
 }
 
-pub(crate) fn core_event(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn core_event(o: &Value, now: jiff::Timestamp) -> Row {
     event(o, now, Event::Core)
 }
 
-pub(crate) fn events_v1_event(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn events_v1_event(o: &Value, now: jiff::Timestamp) -> Row {
     event(o, now, Event::EventsV1)
 }
 
-pub(crate) fn config_map(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn config_map(o: &Value, now: jiff::Timestamp) -> Row {
     let data = o["data"].as_object().map_or(0, |d| d.len())
         + o["binaryData"].as_object().map_or(0, |d| d.len());
     vec![name(o), (col("Data", "integer", 0), json!(data)), age_of(o, now)]
 }
 
-pub(crate) fn secret(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn secret(o: &Value, now: jiff::Timestamp) -> Row {
     vec![
         name(o),
         (col("Type", "string", 0), str(&o["type"])),
@@ -62,18 +59,18 @@ pub(crate) fn secret(o: &Value, now: jiff::Timestamp) -> Row {
     ]
 }
 
-pub(crate) fn lease(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn lease(o: &Value, now: jiff::Timestamp) -> Row {
     vec![name(o), (col("Holder", "string", 0), str(&o["spec"]["holderIdentity"])), age_of(o, now)]
 }
 
 /// Roles and cluster roles.
-pub(crate) fn role(o: &Value, _: jiff::Timestamp) -> Row {
+pub fn role(o: &Value, _: jiff::Timestamp) -> Row {
     vec![name(o), (col("Created At", "date", 0), str(&o["metadata"]["creationTimestamp"]))]
 }
 
 /// Upstream's role binding columns: the role as `Kind/name`, and (wide) the subjects by kind,
 /// service accounts as `namespace/name`.
-pub(crate) fn binding(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn binding(o: &Value, now: jiff::Timestamp) -> Row {
     let (mut users, mut groups, mut accounts) = (Vec::new(), Vec::new(), Vec::new());
     for subject in o["subjects"].as_array().into_iter().flatten() {
         let name = s(&subject["name"]);
@@ -95,9 +92,9 @@ pub(crate) fn binding(o: &Value, now: jiff::Timestamp) -> Row {
     ]
 }
 
-/// The columns of `r`'s rows.
-pub fn columns(r: &ResourceType) -> Vec<Column> {
-    row(r, &Value::Null, jiff::Timestamp::UNIX_EPOCH).into_iter().map(|(c, _)| c).collect()
+/// The columns of a printer's rows.
+pub fn columns(printer: Printer) -> Vec<Column> {
+    printer(&Value::Null, jiff::Timestamp::UNIX_EPOCH).into_iter().map(|(c, _)| c).collect()
 }
 
 fn name(o: &Value) -> (Column, Value) {
@@ -120,7 +117,7 @@ fn none_if_empty(v: String) -> Value {
     json!(or_none(v))
 }
 
-pub(crate) fn pod(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn pod(o: &Value, now: jiff::Timestamp) -> Row {
     let summary = PodSummary::of(o);
     vec![
         name(o),
@@ -153,7 +150,7 @@ fn readiness_gates(o: &Value) -> String {
     format!("{true_}/{}", gates.len())
 }
 
-pub(crate) fn node(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn node(o: &Value, now: jiff::Timestamp) -> Row {
     let ready =
         o["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Ready");
     let mut status = if ready.is_some_and(|c| c["status"] == "True") {
@@ -198,7 +195,7 @@ pub(crate) fn node(o: &Value, now: jiff::Timestamp) -> Row {
 
 /// Which events API an event comes from: the fields that name the object and the message differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Event {
+pub enum Event {
     Core,
     EventsV1,
 }
@@ -222,7 +219,7 @@ fn event_source(o: &Value, api: Event) -> String {
     }
 }
 
-pub(super) fn event(o: &Value, now: jiff::Timestamp, api: Event) -> Row {
+pub fn event(o: &Value, now: jiff::Timestamp, api: Event) -> Row {
     let (obj, message) = match api {
         Event::Core => (&o["involvedObject"], &o["message"]),
         Event::EventsV1 => (&o["regarding"], &o["note"]),
@@ -266,7 +263,7 @@ fn template_columns(o: &Value) -> [(Column, Value); 3] {
     ]
 }
 
-pub(crate) fn deployment(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn deployment(o: &Value, now: jiff::Timestamp) -> Row {
     let ready = format!(
         "{}/{}",
         o["status"]["readyReplicas"].as_i64().unwrap_or(0),
@@ -283,7 +280,7 @@ pub(crate) fn deployment(o: &Value, now: jiff::Timestamp) -> Row {
     row
 }
 
-pub(crate) fn replica_set(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn replica_set(o: &Value, now: jiff::Timestamp) -> Row {
     let mut row = vec![
         name(o),
         (col("Desired", "integer", 0), int(&o["spec"]["replicas"])),
@@ -295,7 +292,7 @@ pub(crate) fn replica_set(o: &Value, now: jiff::Timestamp) -> Row {
     row
 }
 
-pub(crate) fn daemon_set(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn daemon_set(o: &Value, now: jiff::Timestamp) -> Row {
     let st = &o["status"];
     let mut row = vec![
         name(o),
@@ -315,7 +312,7 @@ pub(crate) fn daemon_set(o: &Value, now: jiff::Timestamp) -> Row {
 }
 
 /// Upstream's `printControllerRevision`: the controller as `<kind>.<group>/<name>`.
-pub(crate) fn controller_revision(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn controller_revision(o: &Value, now: jiff::Timestamp) -> Row {
     let owner = o["metadata"]["ownerReferences"]
         .as_array()
         .and_then(|refs| refs.iter().find(|r| r["controller"] == json!(true)));
@@ -352,7 +349,7 @@ fn timestamp(v: &Value) -> Option<jiff::Timestamp> {
     v.as_str().and_then(|t| t.parse().ok())
 }
 
-pub(crate) fn job(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn job(o: &Value, now: jiff::Timestamp) -> Row {
     let (spec, st) = (&o["spec"], &o["status"]);
     let succeeded = st["succeeded"].as_i64().unwrap_or(0);
     let completions = match spec["completions"].as_i64() {
@@ -393,7 +390,7 @@ pub(crate) fn job(o: &Value, now: jiff::Timestamp) -> Row {
     row
 }
 
-pub(crate) fn cron_job(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn cron_job(o: &Value, now: jiff::Timestamp) -> Row {
     let (spec, st) = (&o["spec"], &o["status"]);
     let last = match &st["lastScheduleTime"] {
         Value::Null => "<none>".to_string(),
@@ -420,7 +417,7 @@ pub(crate) fn cron_job(o: &Value, now: jiff::Timestamp) -> Row {
     ]
 }
 
-pub(crate) fn service(o: &Value, now: jiff::Timestamp) -> Row {
+pub fn service(o: &Value, now: jiff::Timestamp) -> Row {
     let ports: Vec<String> = o["spec"]["ports"]
         .as_array()
         .into_iter()
@@ -443,11 +440,6 @@ fn pairs(map: &Value) -> String {
     map.as_object()
         .map(|m| m.iter().map(|(k, v)| format!("{k}={}", s(v))).collect::<Vec<_>>().join(","))
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-pub(super) fn age_for_tests(ts: &str) -> String {
-    age(&json!(ts), jiff::Timestamp::now())
 }
 
 fn age(ts: &Value, now: jiff::Timestamp) -> String {
@@ -475,7 +467,7 @@ fn or_none(v: String) -> String {
 /// and terminated reasons override the phase; a deleted pod that is not finished is
 /// `Terminating`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct PodSummary {
+pub struct PodSummary {
     pub ready: usize,
     pub total: usize,
     pub status: String,
@@ -499,7 +491,7 @@ fn finished_at(c: &Value) -> Option<jiff::Timestamp> {
 }
 
 impl PodSummary {
-    pub(super) fn of(p: &Value) -> Self {
+    pub fn of(p: &Value) -> Self {
         let spec_init = p["spec"]["initContainers"].as_array().cloned().unwrap_or_default();
         let sidecar = |name: &Value| {
             spec_init.iter().any(|c| c["name"] == *name && c["restartPolicy"] == "Always")
@@ -593,7 +585,7 @@ impl PodSummary {
     }
 
     /// `3 (2m ago)`, or the bare count when nothing restarted.
-    pub(super) fn restarts(&self, now: jiff::Timestamp) -> String {
+    pub fn restarts(&self, now: jiff::Timestamp) -> String {
         match self.last_restart.filter(|_| self.restart_count > 0) {
             Some(t) => {
                 format!("{} ({} ago)", self.restart_count, human_duration((now - t).get_seconds()))
@@ -614,5 +606,5 @@ fn containers_images(tpl: &Value) -> (String, String) {
 /// kubectl's `FormatLabelSelector`: `<none>` for no selector.
 fn selector(sel: &Value) -> String {
     let typed = serde_json::from_value(sel.clone()).ok();
-    api::validation::selector::format_label_selector(typed.as_ref())
+    crate::validation::selector::format_label_selector(typed.as_ref())
 }
