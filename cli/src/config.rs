@@ -105,6 +105,10 @@ pub async fn client_config(flags: &ConfigFlags) -> Result<ClientConfig> {
     if let Some(s) = &flags.server {
         cluster.server = Some(s.clone());
     }
+    // Node mode: the kubelet's API takes the server's place.
+    if let Some(k) = &flags.kubelet {
+        cluster.server = Some(k.clone());
+    }
     if let Some(ca) = &flags.certificate_authority {
         cluster.certificate_authority = Some(ca.display().to_string());
         cluster.certificate_authority_data = None;

@@ -49,6 +49,10 @@ pub struct ConfigFlags {
     /// Group to impersonate for the operation (repeatable).
     #[arg(long = "as-group", global = true)]
     pub impersonate_groups: Vec<String>,
+    /// A kubelet's API (`https://127.0.0.1:10250`) to read instead of an API server: node
+    /// mode, for a node with no control plane (get pods|manifests|events, logs).
+    #[arg(long, global = true)]
+    pub kubelet: Option<String>,
     /// Number for the log level verbosity (6 and above show each HTTP request).
     #[arg(short = 'v', long = "v", global = true, default_value_t = 0)]
     pub verbosity: u8,

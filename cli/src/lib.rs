@@ -7,7 +7,9 @@
 //! - [`builder`]: files, directories, stdin and `TYPE NAME` arguments → objects to act on.
 //! - [`printers`]: tables from the server's `Table`, `-o name|json|yaml|jsonpath|custom-columns`.
 //! - [`cmd`]: one room per command; [`errors`]: kubectl's error wording and exit codes.
+//! - [`kubelet`]: node mode (`--kubelet URL`): a kubelet's own API, with no API server.
 //! - [`duration`]: Go durations in, kubectl's ages out.
+//! - [`watch`]: one object followed (list, then watch) until a step function says done.
 //! - [`strategicpatch`]: kubectl apply's three-way strategic merge patch, pure.
 
 pub mod builder;
@@ -18,7 +20,9 @@ pub mod duration;
 pub mod errors;
 pub mod factory;
 pub mod flags;
+pub mod kubelet;
 pub mod printers;
 pub mod strategicpatch;
+pub mod watch;
 
 pub use cmd::run;

@@ -76,9 +76,14 @@ pub struct StandaloneNode {
 
 impl StandaloneNode {
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(&[]).await
+    }
+
+    /// [`StandaloneNode::start`] with more kubelet flags.
+    pub async fn start_with(flags: &[&str]) -> anyhow::Result<Self> {
         let containerd = Containerd::start(Default::default()).await?;
         containerd.import_test_images()?;
-        let kubelet = Kubelet::start(&containerd)?;
+        let kubelet = Kubelet::start_standalone_with(&containerd, flags)?;
         let cri = containerd.client().await?;
         Ok(Self { containerd: Some(containerd), kubelet, cri })
     }

@@ -84,6 +84,11 @@ impl Kubelet {
         Self::start_full(containerd, node, port, Vec::new())
     }
 
+    /// A kubelet with no apiserver (static pods only) and more command-line flags.
+    pub fn start_standalone_with(containerd: &Containerd, flags: &[&str]) -> anyhow::Result<Self> {
+        Self::start_full(containerd, NODE, None, flags.iter().map(|f| (*f).to_string()).collect())
+    }
+
     fn start_full(
         containerd: &Containerd,
         node: &str,

@@ -74,13 +74,14 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         ));
     }
     let namespace = f.namespace().await?;
+    let source = Source::of(f);
     let pod_url = format!("/api/v1/namespaces/{namespace}/pods/{name}");
     let containers: Vec<String> = if a.all_containers {
-        let pod = get_pod(f, &pod_url, &name, &namespace).await?;
+        let pod = source.pod(f, &pod_url, &name, &namespace).await?;
         names(&pod, "initContainers").into_iter().chain(names(&pod, "containers")).collect()
     } else if let Some(c) = a.container.clone().or(container_arg) {
         // kubectl checks the name against the pod before asking for its log.
-        let pod = get_pod(f, &pod_url, &name, &namespace).await?;
+        let pod = source.pod(f, &pod_url, &name, &namespace).await?;
         let known = ["containers", "initContainers", "ephemeralContainers"]
             .iter()
             .any(|field| names(&pod, field).contains(&c));
@@ -89,7 +90,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         }
         vec![c]
     } else {
-        let pod = get_pod(f, &pod_url, &name, &namespace).await?;
+        let pod = source.pod(f, &pod_url, &name, &namespace).await?;
         let all = names(&pod, "containers");
         let default = pod["metadata"]["annotations"][DEFAULT_CONTAINER]
             .as_str()
@@ -103,7 +104,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         vec![default]
     };
     for c in containers {
-        let mut q = vec![format!("container={}", encode(&c))];
+        let mut q = Vec::new();
         if a.follow {
             q.push("follow=true".into());
         }
@@ -130,20 +131,51 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         if let Some(n) = a.limit_bytes {
             q.push(format!("limitBytes={n}"));
         }
-        let url = format!("{pod_url}/log?{}", q.join("&"));
+        let url = source.log_url(&pod_url, &namespace, &name, &c, &q);
         let prefix = a.prefix.then(|| format!("[pod/{name}/{c}] "));
         stream(f, &url, prefix.as_deref()).await?;
     }
     Ok(())
 }
 
-/// The pod, or kubectl's wording of its absence for `logs`.
-async fn get_pod(f: &Factory, url: &str, name: &str, namespace: &str) -> Result<Value> {
-    match f.get_json(url).await {
-        Err(e) if e.is_not_found() => Err(CliError::Usage(format!(
-            "error from server (NotFound): pods \"{name}\" not found in namespace \"{namespace}\""
-        ))),
-        other => other,
+/// Where logs come from: the API server's `pods/log`, or in node mode the kubelet's own
+/// `containerLogs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Api,
+    Kubelet,
+}
+
+impl Source {
+    fn of(f: &Factory) -> Source {
+        if f.flags.kubelet.is_some() { Source::Kubelet } else { Source::Api }
+    }
+
+    /// The pod (at `url` on an API server), or kubectl's wording of its absence for `logs`.
+    async fn pod(self, f: &Factory, url: &str, name: &str, namespace: &str) -> Result<Value> {
+        let pod = match self {
+            Source::Api => f.get_json(url).await,
+            Source::Kubelet => crate::kubelet::pod(f, namespace, name).await,
+        };
+        match pod {
+            Err(e) if e.is_not_found() => Err(CliError::Usage(format!(
+                "error from server (NotFound): pods \"{name}\" not found in namespace \"{namespace}\""
+            ))),
+            other => other,
+        }
+    }
+
+    /// The log's URL, with the query `q` (the container aside).
+    fn log_url(self, pod_url: &str, namespace: &str, name: &str, c: &str, q: &[String]) -> String {
+        match self {
+            Source::Api => {
+                let mut q = q.to_vec();
+                q.insert(0, format!("container={}", encode(c)));
+                format!("{pod_url}/log?{}", q.join("&"))
+            }
+            Source::Kubelet if q.is_empty() => format!("/containerLogs/{namespace}/{name}/{c}"),
+            Source::Kubelet => format!("/containerLogs/{namespace}/{name}/{c}?{}", q.join("&")),
+        }
     }
 }
 

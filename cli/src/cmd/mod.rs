@@ -12,8 +12,10 @@ pub mod get;
 pub mod label;
 pub mod logs;
 pub mod patch;
+pub mod rollout;
 pub mod scale;
 pub mod version;
+pub mod wait;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -53,6 +55,10 @@ enum Command {
     Patch(patch::Args),
     /// Set a new size for a deployment, replica set, replication controller, or stateful set.
     Scale(scale::Args),
+    /// Manage the rollout of a resource.
+    Rollout(rollout::Args),
+    /// Experimental: Wait for a specific condition on one or many resources.
+    Wait(wait::Args),
     /// Mark node as unschedulable.
     Cordon(cordon::Args),
     /// Mark node as schedulable.
@@ -100,6 +106,16 @@ where
 }
 
 async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
+    if f.flags.kubelet.is_some() {
+        return match command {
+            Command::Get(a) => crate::kubelet::get(f, a).await,
+            Command::Logs(a) => logs::run(f, a).await,
+            _ => Err(CliError::Usage(format!(
+                "{}; this command needs an API server",
+                crate::kubelet::SERVED
+            ))),
+        };
+    }
     match command {
         Command::Get(a) => get::run(f, a).await,
         Command::Create(a) => create::run(f, a).await,
@@ -110,6 +126,8 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Annotate(a) => label::run(f, label::Meta::Annotations, a).await,
         Command::Patch(a) => patch::run(f, a).await,
         Command::Scale(a) => scale::run(f, a).await,
+        Command::Rollout(a) => rollout::run(f, a).await,
+        Command::Wait(a) => wait::run(f, a).await,
         Command::Cordon(a) => cordon::run(f, a, true).await,
         Command::Uncordon(a) => cordon::run(f, a, false).await,
         Command::Auth(a) => auth::run(f, a).await,

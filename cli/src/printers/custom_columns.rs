@@ -74,7 +74,7 @@ fn column(header: &str, path: &str) -> Result<Column, SpecError> {
 }
 
 /// kubectl's `RelaxedJSONPathExpression`: `a.b`, `.a.b`, `{a.b}` and `{.a.b}` all → `{.a.b}`.
-fn relaxed(path: &str) -> Result<String, SpecError> {
+pub fn relaxed(path: &str) -> Result<String, SpecError> {
     if path.is_empty() {
         return Ok(String::new());
     }

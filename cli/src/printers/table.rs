@@ -97,14 +97,21 @@ pub fn labels_text(labels: &Value) -> String {
 }
 
 /// Lines aligned as Go's `tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)` aligns tab-separated
-/// cells: each column but the last as wide as its widest cell plus 3, and at least 6.
+/// cells (kubectl's tables): each column but the last as wide as its widest cell plus 3, and at
+/// least 6.
 pub fn align(lines: &[Vec<String>]) -> String {
+    tabbed(lines, 6, 3)
+}
+
+/// Lines aligned as a Go `tabwriter` with `minwidth` and `padding` (space-padded, no flags)
+/// aligns tab-separated cells.
+pub fn tabbed(lines: &[Vec<String>], minwidth: usize, padding: usize) -> String {
     let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
     let mut widths = vec![0usize; columns];
     for line in lines {
         for (i, cell) in line.iter().enumerate() {
             if i + 1 < line.len() {
-                widths[i] = widths[i].max(cell.chars().count() + 3).max(6);
+                widths[i] = widths[i].max(cell.chars().count() + padding).max(minwidth);
             }
         }
     }

@@ -27,6 +27,7 @@ pub fn revision_for(ds: &DaemonSet, hash: &str, revision: i64) -> ControllerRevi
     let template = ds.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
     let mut t = serde_json::to_value(&template).unwrap_or_default();
     t["$patch"] = json!("replace");
+    go_typed_fields(&mut t);
     let mut labels = template.metadata.and_then(|m| m.labels).unwrap_or_default();
     labels.insert(REVISION_HASH_LABEL.into(), hash.into());
     ControllerRevision {
@@ -43,6 +44,22 @@ pub fn revision_for(ds: &DaemonSet, hash: &str, revision: i64) -> ControllerRevi
         },
         data: Some(RawExtension(json!({"spec": {"template": t}}))),
         revision,
+    }
+}
+
+/// Adds what Go's marshaling of a typed pod template always writes and ours omits when
+/// unset: `metadata.creationTimestamp: null` and each container's `resources: {}`. kubectl
+/// compares a revision's data with its own marshaling of the DaemonSet's template byte for
+/// byte (`rollout undo` says "skipped rollback" only when they are equal), as upstream's
+/// controller writes it.
+fn go_typed_fields(t: &mut serde_json::Value) {
+    t["metadata"]["creationTimestamp"] = serde_json::Value::Null;
+    for list in ["initContainers", "containers"] {
+        for c in t["spec"][list].as_array_mut().into_iter().flatten() {
+            if let Some(c) = c.as_object_mut() {
+                c.entry("resources").or_insert_with(|| json!({}));
+            }
+        }
     }
 }
 
@@ -104,5 +121,29 @@ pub async fn ensure_current<C: Client<ControllerRevision>>(
             Err(e) if e.is_already_exists() => Ok(name),
             Err(e) => Err(e),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_data_is_the_template_as_go_marshals_it() {
+        let ds: DaemonSet = serde_json::from_value(json!({
+            "metadata": {"name": "agent", "namespace": "default", "uid": "u"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {
+                "metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "a", "image": "busybox:1.35"},
+                                        {"name": "b", "image": "busybox:1.35", "resources": {"limits": {"cpu": "1"}}}]}}}
+        }))
+        .unwrap();
+        let data = revision_for(&ds, "h", 1).data.unwrap().0;
+        let t = &data["spec"]["template"];
+        assert_eq!(t["$patch"], "replace");
+        assert!(t["metadata"].as_object().unwrap().contains_key("creationTimestamp"));
+        assert!(t["metadata"]["creationTimestamp"].is_null());
+        assert_eq!(t["spec"]["containers"][0]["resources"], json!({}));
+        assert_eq!(t["spec"]["containers"][1]["resources"], json!({"limits": {"cpu": "1"}}));
     }
 }

@@ -1,7 +1,8 @@
 //! The kubelet's read-only HTTP API: `GET /pods` (a `PodList`, as upstream's read-only port
 //! serves), `GET /healthz`, and two additions of ours: `GET /manifests` (each file in the static
 //! pod directory, then each in the static config directory: accepted, rejected, ignored,
-//! duplicate or being written, with the reason) and `GET /events` (the local event list).
+//! duplicate or being written, with the reason) and `GET /events` (the local event list). The
+//! secure port serves the same routes to authorized callers (`kubectl-lite --kubelet`).
 
 use std::sync::Arc;
 
@@ -47,13 +48,13 @@ pub(super) async fn healthz(State(s): State<ServerState>) -> Response {
     }
 }
 
-async fn manifests(State(s): State<ServerState>) -> Response {
+pub(super) async fn manifests(State(s): State<ServerState>) -> Response {
     let mut files = s.manifests.borrow().clone();
     files.extend(s.static_config.borrow().iter().cloned());
     Json(files).into_response()
 }
 
-async fn events(State(s): State<ServerState>) -> Response {
+pub(super) async fn events(State(s): State<ServerState>) -> Response {
     Json(s.recorder.list()).into_response()
 }
 

@@ -145,6 +145,8 @@ pub fn router(state: SecureState) -> axum::Router {
         .route("/pods", get(read_only::pods))
         .route("/pods/", get(read_only::pods))
         .route("/healthz", get(read_only::healthz))
+        .route("/manifests", get(read_only::manifests))
+        .route("/events", get(read_only::events))
         .with_state(state.read_only.clone());
     axum::Router::new()
         .route("/containerLogs/{namespace}/{pod}/{container}", get(logs::container_logs))
