@@ -248,7 +248,7 @@ spec:
     matchLabels: {app: web-rs}
     matchExpressions: [{key: tier, operator: In, values: [b, a]}]
   template:
-    metadata: {labels: {app: web-rs, tier: a}, annotations: {x: y}}
+    metadata: {labels: {app: web-rs, tier: a}, annotations: {x: z}}
     spec:
       serviceAccountName: default
       containers:
