@@ -51,3 +51,21 @@ fn decoded_len(b64: &str) -> usize {
     let t = b64.trim_end_matches('=');
     t.len() * 3 / 4
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn data_keys_print_with_their_values_and_binary_keys_with_their_sizes() {
+        let cm = json!({"metadata": {"name": "c", "namespace": "default"},
+            "data": {"b": "two\nlines", "a": "1"}, "binaryData": {"bin": "AAEC"}});
+        let clock =
+            Clock { now: "2024-01-01T00:10:00Z".parse().unwrap(), tz: jiff::tz::TimeZone::UTC };
+        assert_eq!(
+            render(&cm, Some(&[]), &clock),
+            "Name:         c\nNamespace:    default\nLabels:       <none>\nAnnotations:  <none>\n\nData\n====\na:\n----\n1\n\nb:\n----\ntwo\nlines\n\n\nBinaryData\n====\nbin: 3 bytes\n\nEvents:  <none>\n"
+        );
+    }
+}

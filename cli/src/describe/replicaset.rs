@@ -110,3 +110,34 @@ pub fn render(
     }
     pw.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pods_are_counted_by_phase_when_the_replica_set_controls_them() {
+        let pod = |phase: &str, uid: &str| {
+            json!({"metadata": {"ownerReferences": [{"uid": uid, "controller": true}]},
+                   "status": {"phase": phase}})
+        };
+        let pods =
+            [pod("Running", "r"), pod("Pending", "r"), pod("Failed", "r"), pod("Running", "x")];
+        let p = PodPhases::of(&pods, "r");
+        assert_eq!(p, PodPhases { running: 1, waiting: 1, succeeded: 0, failed: 1 });
+    }
+
+    #[test]
+    fn a_failed_pod_listing_is_said_in_the_pods_status() {
+        let rs = json!({"metadata": {"name": "r", "namespace": "default"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}}}});
+        let clock =
+            Clock { now: "2024-01-01T00:10:00Z".parse().unwrap(), tz: jiff::tz::TimeZone::UTC };
+        let text = render(&rs, Err("forbidden".into()), None, &clock);
+        assert!(text.contains("error in fetching pods: forbidden\n"), "{text}");
+        assert!(text.contains("Selector:     a=b\n"), "{text}");
+        assert!(text.contains("  Containers: <none>\n"), "{text}");
+    }
+}
