@@ -6,6 +6,7 @@
 //! - [`discovery`]: served resources from aggregated discovery, cached on disk; type lookup.
 //! - [`builder`]: files, directories, stdin and `TYPE NAME` arguments → objects to act on.
 //! - [`printers`]: tables from the server's `Table`, `-o name|json|yaml|jsonpath|custom-columns`.
+//! - [`describe`]: kubectl's describers, one room per kind, and the generic one.
 //! - [`cmd`]: one room per command; [`errors`]: kubectl's error wording and exit codes.
 //! - [`kubelet`]: node mode (`--kubelet URL`): a kubelet's own API, with no API server.
 //! - [`duration`]: Go durations in, kubectl's ages out.
@@ -15,6 +16,7 @@
 pub mod builder;
 pub mod cmd;
 pub mod config;
+pub mod describe;
 pub mod discovery;
 pub mod duration;
 pub mod errors;

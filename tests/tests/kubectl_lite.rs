@@ -96,6 +96,176 @@ metadata: {name: ssa}
 data: {a: \"other\"}
 ";
 
+/// A pending pod with most of what `describe pod` prints: init container, ports, command,
+/// resources, probes, every kind of environment entry, mounts, volumes, node selector,
+/// tolerations and spread constraints.
+const DESCRIBE_POD: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  labels: {app: web, tier: front}
+  annotations: {note: hello, long: \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}
+spec:
+  nodeSelector: {disk: ssd}
+  tolerations:
+  - {key: dedicated, operator: Equal, value: web, effect: NoSchedule}
+  - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 300}
+  topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}
+  initContainers:
+  - name: setup
+    image: busybox:1.35
+    command: [sh, -c, \"echo one\\necho two\"]
+  containers:
+  - name: main
+    image: nginx:1.8
+    args: [--port, \"80\"]
+    ports:
+    - {containerPort: 80, name: http}
+    - {containerPort: 53, protocol: UDP}
+    resources:
+      requests: {cpu: 100m, memory: 64Mi}
+      limits: {cpu: \"1\", memory: 128Mi}
+    livenessProbe:
+      httpGet: {path: /healthz, port: 80}
+      initialDelaySeconds: 3
+    readinessProbe:
+      exec: {command: [cat, /tmp/ready]}
+    startupProbe:
+      tcpSocket: {port: http}
+    envFrom:
+    - configMapRef: {name: c1}
+      prefix: CM_
+    - secretRef: {name: s1, optional: true}
+    env:
+    - {name: PLAIN, value: v}
+    - {name: MULTI, value: \"a\\nb\"}
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    - name: NODE
+      valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+    - name: MEM
+      valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}
+    - name: CPU
+      valueFrom: {resourceFieldRef: {resource: requests.cpu, divisor: 1m}}
+    - name: PASS
+      valueFrom: {secretKeyRef: {name: s1, key: password}}
+    - name: COLOR
+      valueFrom: {configMapKeyRef: {name: c1, key: a, optional: true}}
+    volumeMounts:
+    - {name: data, mountPath: /data}
+    - {name: conf, mountPath: /etc/conf, readOnly: true, subPath: app.conf}
+  - name: side
+    image: busybox:1.35
+  volumes:
+  - name: data
+    emptyDir: {medium: Memory, sizeLimit: 1Gi}
+  - name: host
+    hostPath: {path: /var/log, type: Directory}
+  - name: conf
+    configMap: {name: c1}
+  - name: sec
+    secret: {secretName: s1, optional: true}
+  - name: claim
+    persistentVolumeClaim: {claimName: pvc1, readOnly: true}
+  - name: info
+    downwardAPI:
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+  - name: all
+    projected:
+      sources:
+      - secret: {name: s1}
+      - configMap: {name: c1, optional: true}
+      - downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}
+      - serviceAccountToken: {path: token, expirationSeconds: 3600}
+";
+
+/// A node as a file gives it (status included), a pod bound to it, its lease and an event
+/// the kubelet would record about it (UID = the node's name).
+const DESCRIBE_NODE: &str = "apiVersion: v1
+kind: Node
+metadata:
+  name: n-desc
+  labels: {node-role.kubernetes.io/worker: \"\", kubernetes.io/hostname: n-desc, disk: ssd}
+  annotations: {node.alpha.kubernetes.io/ttl: \"0\"}
+spec:
+  podCIDR: 10.1.0.0/24
+  podCIDRs: [10.1.0.0/24]
+  taints:
+  - {key: dedicated, value: web, effect: NoSchedule}
+  - {key: gpu, effect: PreferNoSchedule}
+status:
+  capacity: {cpu: \"4\", memory: 8Gi, pods: \"110\", ephemeral-storage: 100Gi, hugepages-2Mi: \"0\", example.com/dongle: \"2\"}
+  allocatable: {cpu: 3800m, memory: 7Gi, pods: \"110\", ephemeral-storage: 90Gi, hugepages-2Mi: \"0\", example.com/dongle: \"2\"}
+  addresses:
+  - {type: InternalIP, address: 192.0.2.10}
+  - {type: Hostname, address: n-desc}
+  nodeInfo: {machineID: m1, systemUUID: s1, bootID: b1, kernelVersion: 6.1.0, osImage: Debian, containerRuntimeVersion: containerd://1.7.0, kubeletVersion: v1.35.0, kubeProxyVersion: \"\", operatingSystem: linux, architecture: amd64}
+";
+
+const DESCRIBE_BOUND: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: bound, labels: {app: bound}}
+spec:
+  nodeName: n-desc
+  containers:
+  - name: a
+    image: nginx:1.8
+    resources:
+      requests: {cpu: 250m, memory: 256Mi}
+      limits: {cpu: 500m, memory: 512Mi}
+  - name: b
+    image: nginx:1.8
+    resources:
+      requests: {cpu: 250m, memory: 256Mi, example.com/dongle: \"1\"}
+      limits: {example.com/dongle: \"1\"}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: n-desc.1, namespace: default}
+involvedObject: {kind: Node, name: n-desc, uid: n-desc}
+reason: NodeReady
+message: Node n-desc status is now NodeReady
+type: Normal
+source: {component: kubelet, host: n-desc}
+count: 3
+firstTimestamp: \"2024-01-01T00:00:00Z\"
+lastTimestamp: \"2024-01-01T00:05:00Z\"
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: l1, labels: {owner: me}}
+spec: {holderIdentity: me, leaseDurationSeconds: 40}
+";
+
+const DESCRIBE_RS: &str = "apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-rs, labels: {app: web-rs}, annotations: {deployment.kubernetes.io/revision: \"1\"}}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web-rs}
+    matchExpressions: [{key: tier, operator: In, values: [b, a]}]
+  template:
+    metadata: {labels: {app: web-rs, tier: a}, annotations: {x: z}}
+    spec:
+      serviceAccountName: default
+      containers:
+      - {name: c, image: nginx:1.8, ports: [{containerPort: 80}]}
+      tolerations: [{operator: Exists}]
+";
+
+const DESCRIBE_SVC: &str = "apiVersion: v1
+kind: Service
+metadata: {name: web, labels: {app: web}}
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+  - {name: metrics, port: 9090, targetPort: metrics, protocol: TCP}
+";
+
 fn write_files(server: &ApiServer) {
     let d = server.dir();
     std::fs::write(d.join("apply-v1.yaml"), APPLY_V1).unwrap();
@@ -106,6 +276,11 @@ fn write_files(server: &ApiServer) {
     std::fs::write(d.join("pod.yaml"), POD).unwrap();
     std::fs::write(d.join("multi.yaml"), MULTI).unwrap();
     std::fs::write(d.join("deploy.json"), DEPLOY).unwrap();
+    std::fs::write(d.join("describe-pod.yaml"), DESCRIBE_POD).unwrap();
+    std::fs::write(d.join("describe-node.yaml"), DESCRIBE_NODE).unwrap();
+    std::fs::write(d.join("describe-bound.yaml"), DESCRIBE_BOUND).unwrap();
+    std::fs::write(d.join("describe-svc.yaml"), DESCRIBE_SVC).unwrap();
+    std::fs::write(d.join("describe-rs.yaml"), DESCRIBE_RS).unwrap();
     std::fs::create_dir_all(d.join("dir")).unwrap();
     std::fs::write(
         d.join("dir/a-good.yaml"),
@@ -240,9 +415,14 @@ fn mask(text: &str) -> String {
     let rv = regex::Regex::new(r#"(resourceVersion"?:\s*)"\d+""#).unwrap();
     let ws = regex::Regex::new(r" +").unwrap();
     let port = regex::Regex::new(r"127\.0\.0\.1:\d+").unwrap();
+    // Go's RFC 1123 times with a numeric zone, as describe prints them.
+    let rfc1123 =
+        regex::Regex::new(r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}")
+            .unwrap();
     let t = text.replace("kubectl-lite ", "kubectl ");
     let t = port.replace_all(&t, "<server>");
     let t = stamp.replace_all(&t, "<time>");
+    let t = rfc1123.replace_all(&t, "<time>");
     let t = uid.replace_all(&t, "<uid>");
     let t = rv.replace_all(&t, "$1<rv>");
     let t = age.replace_all(&t, "<age>");
@@ -253,6 +433,46 @@ fn mask(text: &str) -> String {
 #[test]
 fn kubectl_lite_prints_what_kubectl_prints_for_create_get_apply_and_delete() {
     compare(SCRIPT);
+}
+
+/// `describe` of every kind with a describer of its own, the generic one, by file, by
+/// selector, by name prefix, and of what does not exist.
+const DESCRIBE: &[&[&str]] = &[
+    &["create", "-f", "cm.yaml"],
+    &["create", "-f", "describe-pod.yaml"],
+    &["create", "-f", "describe-node.yaml"],
+    &["create", "-f", "describe-bound.yaml"],
+    &["create", "-f", "describe-svc.yaml"],
+    &["create", "-f", "deploy.json"],
+    &["create", "-f", "describe-rs.yaml"],
+    &["describe", "pod", "web-1"],
+    &["describe", "pods", "bound"],
+    &["describe", "node", "n-desc"],
+    &["describe", "nodes"],
+    &["describe", "deployment", "web"],
+    &["describe", "svc", "web"],
+    &["describe", "rs", "web-rs"],
+    &["describe", "replicasets"],
+    &["describe", "configmap", "c1"],
+    &["describe", "lease", "l1"],
+    &["describe", "lease", "l1", "--show-events=false"],
+    &["describe", "-f", "cm.yaml"],
+    &["describe", "-f", "describe-svc.yaml", "-f", "cm.yaml"],
+    &["describe", "cm", "-l", "app=x"],
+    &["describe", "pods", "-l", "app=nope"],
+    &["describe", "pods", "-A", "-l", "app=nope"],
+    &["describe", "pod", "web"],
+    &["describe", "pod", "b"],
+    &["describe", "pod", "nope"],
+    &["describe", "pod", "nope", "web-1"],
+    &["describe", "pod/nope"],
+    &["describe", "nope"],
+    &["describe"],
+];
+
+#[test]
+fn kubectl_lite_describes_as_kubectl_does() {
+    compare(DESCRIBE);
 }
 
 /// Changes to objects that exist: labels, annotations, patches, scale.
@@ -372,6 +592,15 @@ fn compare(script: &[&[&str]]) {
     for args in script {
         let l = lite.kubectl_lite(args).unwrap();
         let r = real.kubectl(args).unwrap();
+        // KUBECTL_LITE_DUMP=dir keeps each step's raw output (stdout, then stderr), unmasked,
+        // for comparing alignment by hand.
+        if let Ok(dir) = std::env::var("KUBECTL_LITE_DUMP") {
+            let n = args.join("_").replace('/', "~");
+            std::fs::write(format!("{dir}/{n}.lite"), [&l.stdout[..], &l.stderr[..]].concat())
+                .unwrap();
+            std::fs::write(format!("{dir}/{n}.real"), [&r.stdout[..], &r.stderr[..]].concat())
+                .unwrap();
+        }
         let (lo, ro) =
             (mask(&String::from_utf8_lossy(&l.stdout)), mask(&String::from_utf8_lossy(&r.stdout)));
         let (le, re) =

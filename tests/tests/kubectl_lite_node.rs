@@ -1,5 +1,5 @@
 //! kubectl-lite beside the real kubectl v1.35 where a kubelet answers: logs of a pod running on
-//! real containerd, through apiserver-lite's `pods/log`.
+//! real containerd, through apiserver-lite's `pods/log`; `describe` of that pod and of its node.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -36,6 +36,18 @@ fn pod() -> Pod {
     .unwrap()
 }
 
+/// Masks what two runs a moment apart may differ in: ages, times and the alignment they move.
+fn mask(t: &str) -> String {
+    let age = regex::Regex::new(r"\b\d+(s|m|h|d|y)(\d+(s|m|h|d))?\b").unwrap();
+    let rfc1123 =
+        regex::Regex::new(r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}")
+            .unwrap();
+    let ws = regex::Regex::new(r" +").unwrap();
+    let t = rfc1123.replace_all(t, "<time>");
+    let t = age.replace_all(&t, "<age>");
+    ws.replace_all(&t, " ").into_owned()
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -55,6 +67,40 @@ async fn kubectl_lite_logs_print_what_kubectl_logs_prints() {
     })
     .await
     .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+
+    // describe of the running pod and of its node: the same text once ages and times are
+    // masked (the lease is renewed and events recorded between two runs: a few tries).
+    for args in [&["describe", "pod", "talker"][..], &["describe", "node", NODE]] {
+        let mut last = String::new();
+        let mut same = false;
+        for _ in 0..5 {
+            let l = api.kubectl_lite(args).unwrap();
+            let r = api.kubectl(args).unwrap();
+            let (lo, ro) = (mask(&text(&l.stdout)), mask(&text(&r.stdout)));
+            assert_eq!(l.status.code(), r.status.code(), "kubectl {args:?}: {}", text(&l.stderr));
+            if lo == ro {
+                same = true;
+                break;
+            }
+            last = format!("--- kubectl-lite\n{lo}--- kubectl\n{ro}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert!(same, "kubectl {args:?}:\n{last}");
+    }
+    // What makes it the running pod and the joined node, so the comparison is not of empties.
+    let pod = mask(&text(&api.kubectl_lite(&["describe", "pod", "talker"]).unwrap().stdout));
+    for want in ["Status: Running", "State: Running", "Ready: True", "Started: <time>"] {
+        assert!(pod.contains(want), "{want:?} in:\n{pod}");
+    }
+    let node = mask(&text(&api.kubectl_lite(&["describe", "node", NODE]).unwrap().stdout));
+    for want in [
+        " Ready True ",
+        "Non-terminated Pods: (1 in total)",
+        " default talker ",
+        "HolderIdentity: node-a",
+    ] {
+        assert!(node.contains(want), "{want:?} in:\n{node}");
+    }
 
     // The same answers, byte for byte, for what does not change between two runs.
     for args in [

@@ -8,6 +8,7 @@ pub mod config;
 pub mod cordon;
 pub mod create;
 pub mod delete;
+pub mod describe;
 pub mod get;
 pub mod label;
 pub mod logs;
@@ -43,6 +44,8 @@ enum Command {
     Create(create::Args),
     /// Apply a configuration to a resource by file name or stdin.
     Apply(apply::Args),
+    /// Show details of a specific resource or group of resources.
+    Describe(describe::Args),
     /// Delete resources by file names, stdin, resources and names, or by resources and label selector.
     Delete(delete::Args),
     /// Print the logs for a container in a pod.
@@ -120,6 +123,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Get(a) => get::run(f, a).await,
         Command::Create(a) => create::run(f, a).await,
         Command::Apply(a) => apply::run(f, a).await,
+        Command::Describe(a) => describe::run(f, a).await,
         Command::Delete(a) => delete::run(f, a).await,
         Command::Logs(a) => logs::run(f, a).await,
         Command::Label(a) => label::run(f, label::Meta::Labels, a).await,
