@@ -157,8 +157,9 @@ async fn from_pod(f: &Factory, a: &Args, src: &FileSpec, dest: &FileSpec) -> Res
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(16);
     let (remote, local) = (src.file.clone(), PathBuf::from(&dest.file));
     let unpacker = std::thread::spawn(move || {
-        let reader = ChannelReader { rx, buf: Vec::new(), pos: 0 };
-        archive::unpack(reader, &remote, &local, &hint, &mut io::stderr())
+        let mut reader = ChannelReader { rx, buf: Vec::new(), pos: 0, total: 0 };
+        let r = archive::unpack(&mut reader, &remote, &local, &hint, &mut io::stderr());
+        (r, reader.total)
     });
     let command = ["tar".to_string(), "cf".into(), "-".into(), src.file.clone()];
     let copied = {
@@ -170,11 +171,17 @@ async fn from_pod(f: &Factory, a: &Args, src: &FileSpec, dest: &FileSpec) -> Res
         let mut err = remotecommand::stdout_sink;
         pod_exec(f, a, src, &command, None, &mut into_tar, &mut err, &mut io::stdout()).await
     };
-    let unpacked = unpacker.join();
-    copied?;
-    match unpacked {
-        Ok(r) => r.map_err(|e| CliError::Usage(e.to_string())),
-        Err(_) => Err(CliError::Usage("unpacking the tar stream failed".into())),
+    let Ok((unpacked, received)) = unpacker.join() else {
+        return Err(CliError::Usage("unpacking the tar stream failed".into()));
+    };
+    // kubectl is done when the archive ends: a remote tar failing after it wrote one (a
+    // missing path) still copies with success, its complaint printed; without an archive the
+    // command's failure is the answer.
+    match (unpacked, copied) {
+        (Ok(()), _) if received > 0 => Ok(()),
+        (Ok(()), copied) => copied,
+        (Err(_), Err(e)) if received == 0 => Err(e),
+        (Err(e), _) => Err(CliError::Usage(e.to_string())),
     }
 }
 
@@ -204,6 +211,8 @@ struct ChannelReader {
     rx: std::sync::mpsc::Receiver<Vec<u8>>,
     buf: Vec<u8>,
     pos: usize,
+    /// Bytes handed out so far.
+    total: u64,
 }
 
 impl Read for ChannelReader {
@@ -220,6 +229,7 @@ impl Read for ChannelReader {
         let n = out.len().min(self.buf.len() - self.pos);
         out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
         self.pos += n;
+        self.total += n as u64;
         Ok(n)
     }
 }
@@ -275,7 +285,7 @@ mod tests {
         tx.send(b"cde".to_vec()).unwrap();
         drop(tx);
         let mut s = String::new();
-        ChannelReader { rx, buf: Vec::new(), pos: 0 }.read_to_string(&mut s).unwrap();
+        ChannelReader { rx, buf: Vec::new(), pos: 0, total: 0 }.read_to_string(&mut s).unwrap();
         assert_eq!(s, "abcde");
     }
 }
