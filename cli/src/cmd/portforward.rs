@@ -290,7 +290,8 @@ async fn accept(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((conn, _)) = accepted else { continue };
+                // A listener that fails stops accepting, as kubectl's does.
+                let Ok((conn, _)) = accepted else { return };
                 println!("Handling connection for {}", port.local);
                 connections.spawn(forward(conn, port, pods.clone(), name.clone(), lost.clone()));
             }
