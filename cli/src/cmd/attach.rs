@@ -73,7 +73,8 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         // The container has a TTY: its stream has no separate stderr to read.
         tty = true;
     }
-    let raw = exec::setup_tty(a.stdin, tty, a.quiet)?;
+    let raw_mode = exec::setup_tty(a.stdin, tty, a.quiet)?;
+    let raw = raw_mode.is_some();
     if !a.quiet {
         eprintln!(
             "All commands and output from this session will be recorded in container logs, including credentials and sensitive information passed through the command prompt."

@@ -1,7 +1,8 @@
 //! `exec`: runs a command in a container through the apiserver's `pods/exec` (kube-rs's
 //! WebSocket client), as kubectl does: `POD` or `TYPE/NAME`, then `--` and the command; the pod's
 //! default container when `-c` is not given (said on stderr); `-i` sends our stdin; the remote
-//! command's exit code becomes ours, with kubectl's `command terminated with exit code N`.
+//! command's exit code becomes ours, with kubectl's `command terminated with exit code N`; `-it`
+//! on a terminal puts it in raw mode for the session (no resize messages yet).
 
 use std::io::IsTerminal;
 
@@ -81,7 +82,8 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
                 .name
         }
     };
-    let tty = setup_tty(a.stdin, a.tty, a.quiet)?;
+    let raw = setup_tty(a.stdin, a.tty, a.quiet)?;
+    let tty = raw.is_some();
     let stdin = a.stdin.then(remotecommand::stdin_source);
     let mut out = remotecommand::stdout_sink;
     let mut err = remotecommand::stderr_sink;
@@ -91,20 +93,50 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
 }
 
 /// Whether a TTY is used, as kubectl's `SetupTTY` decides: only with `-i`, and only when our
-/// stdin is a terminal (else it says so and goes on without one).
-pub fn setup_tty(stdin: bool, tty: bool, quiet: bool) -> Result<bool> {
+/// stdin is a terminal (else it says so and goes on without one). A TTY puts our terminal in
+/// raw mode until the returned guard is dropped.
+pub fn setup_tty(stdin: bool, tty: bool, quiet: bool) -> Result<Option<RawMode>> {
     if !stdin || !tty {
-        return Ok(false);
+        return Ok(None);
     }
     if !std::io::stdin().is_terminal() {
         if !quiet {
             eprintln!("Unable to use a TTY - input is not a terminal or the right kind of file");
         }
-        return Ok(false);
+        return Ok(None);
     }
-    Err(CliError::Usage(
-        "-t with a terminal on stdin needs a raw terminal, which kubectl-lite does not set up yet; use -i without -t".into(),
-    ))
+    RawMode::enter().map(Some)
+}
+
+/// Our terminal in raw mode (keys go to the remote side as typed); restored when dropped, as
+/// kubectl's `TTY.Safe` restores it.
+#[derive(Debug)]
+pub struct RawMode {
+    saved: nix::sys::termios::Termios,
+}
+
+impl RawMode {
+    fn enter() -> Result<RawMode> {
+        use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
+        let stdin = std::io::stdin();
+        let fail =
+            |e: nix::Error| CliError::Usage(format!("setting the terminal to raw mode: {e}"));
+        let saved = tcgetattr(&stdin).map_err(fail)?;
+        let mut raw = saved.clone();
+        cfmakeraw(&mut raw);
+        tcsetattr(&stdin, SetArg::TCSANOW, &raw).map_err(fail)?;
+        Ok(RawMode { saved })
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = nix::sys::termios::tcsetattr(
+            std::io::stdin(),
+            nix::sys::termios::SetArg::TCSANOW,
+            &self.saved,
+        );
+    }
 }
 
 /// Runs `command` in the container and streams it to its end.
@@ -187,6 +219,6 @@ mod tests {
 
     #[test]
     fn no_tty_without_stdin() {
-        assert!(!setup_tty(false, true, false).unwrap());
+        assert!(setup_tty(false, true, false).unwrap().is_none());
     }
 }
