@@ -179,6 +179,15 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         ));
     }
     let timeout = podcmd::running_timeout(&a.pod_running_timeout)?;
+    if let Some((t, _)) = a.args[0].split_once('/')
+        && f.resource(t).await?.kind == "Service"
+    {
+        // kubectl maps a service's ports to its pods' target ports; until that is done here, a
+        // service is refused rather than forwarded to the wrong port.
+        return Err(CliError::Usage(
+            "port-forward to a service (its ports mapped to target ports) is not supported by kubectl-lite yet; name a pod or a workload".into(),
+        ));
+    }
     let pod = podcmd::attachable(f, &a.args[0], timeout).await?;
     let ports = convert_named_ports(&a.args[1..], &pod)?;
     let namespace = f.namespace().await?;
