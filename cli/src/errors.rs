@@ -48,6 +48,10 @@ pub enum CliError {
     /// An `-o custom-columns` spec that does not parse, or failed on the objects.
     #[error("error: {0}")]
     Columns(#[from] crate::printers::custom_columns::SpecError),
+    /// A remote command (`exec`, `cp`) ended with this non-zero exit code: kubectl prints this
+    /// line (without `error: `) and exits with the same code.
+    #[error("command terminated with exit code {0}")]
+    Exit(u8),
     /// Several errors, reported together at the end (one per document or object).
     #[error("{}", join(.0))]
     Many(Vec<CliError>),

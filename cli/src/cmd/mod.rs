@@ -1,18 +1,24 @@
 //! The command tree (kubectl's cobra tree, as clap subcommands), one room per command, and
-//! [`run`]: parse, act, print errors as kubectl does, exit 0 or 1.
+//! [`run`]: parse, act, print errors as kubectl does, exit 0 or 1 (or a remote command's code).
 
 pub mod api_resources;
 pub mod apply;
+pub mod attach;
 pub mod auth;
 pub mod config;
 pub mod cordon;
+pub mod cp;
 pub mod create;
 pub mod delete;
 pub mod describe;
+pub mod exec;
 pub mod get;
 pub mod label;
 pub mod logs;
 pub mod patch;
+pub mod podcmd;
+pub mod portforward;
+pub mod remotecommand;
 pub mod rollout;
 pub mod scale;
 pub mod version;
@@ -50,6 +56,14 @@ enum Command {
     Delete(delete::Args),
     /// Print the logs for a container in a pod.
     Logs(logs::Args),
+    /// Execute a command in a container.
+    Exec(exec::Args),
+    /// Attach to a running container.
+    Attach(attach::Args),
+    /// Forward one or more local ports to a pod.
+    PortForward(portforward::Args),
+    /// Copy files and directories to and from containers.
+    Cp(cp::Args),
     /// Update the labels on a resource.
     Label(label::Args),
     /// Update the annotations on a resource.
@@ -101,6 +115,10 @@ where
     match runtime.block_on(dispatch(&factory, cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Silent) => ExitCode::from(1),
+        Err(e @ CliError::Exit(code)) => {
+            eprintln!("{e}");
+            ExitCode::from(code)
+        }
         Err(e) => {
             eprintln!("{e}");
             ExitCode::from(1)
@@ -126,6 +144,10 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Describe(a) => describe::run(f, a).await,
         Command::Delete(a) => delete::run(f, a).await,
         Command::Logs(a) => logs::run(f, a).await,
+        Command::Exec(a) => exec::run(f, a).await,
+        Command::Attach(a) => attach::run(f, a).await,
+        Command::PortForward(a) => portforward::run(f, a).await,
+        Command::Cp(a) => cp::run(f, a).await,
         Command::Label(a) => label::run(f, label::Meta::Labels, a).await,
         Command::Annotate(a) => label::run(f, label::Meta::Annotations, a).await,
         Command::Patch(a) => patch::run(f, a).await,
