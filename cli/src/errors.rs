@@ -80,7 +80,11 @@ fn server_message(status: &Status) -> String {
             [] if status.message.is_empty() => s,
             [] => format!("{s}: {}", status.message),
             [one] => format!("{s}: {one}"),
-            many => format!("{s}: [{}]", many.join(", ")),
+            // kubectl's `MultilineError`: the prefix on a line of its own, a `* ` line per cause.
+            many => format!(
+                "{s}: \n{}",
+                many.iter().map(|c| format!("* {c}")).collect::<Vec<_>>().join("\n")
+            ),
         };
     }
     if reason.is_empty() || reason == "Unknown" {
@@ -161,6 +165,20 @@ mod tests {
         assert_eq!(
             CliError::Server(Box::new(status)).to_string(),
             "The Pod \"p1\" is invalid: metadata.labels: Invalid value: \"a/b/c\": bad"
+        );
+    }
+
+    #[test]
+    fn an_object_invalid_for_several_causes_lists_them_on_lines_of_their_own() {
+        let status: Status = serde_json::from_value(serde_json::json!({
+            "code": 422, "reason": "Invalid", "message": "...",
+            "details": {"kind": "Deployment", "name": "web", "causes": [
+                {"field": "spec.replicas", "message": "Invalid value: -1: must be greater than or equal to 0"},
+                {"field": "spec.selector", "message": "Required value"}]}}))
+        .unwrap();
+        assert_eq!(
+            CliError::Server(Box::new(status)).to_string(),
+            "The Deployment \"web\" is invalid: \n* spec.replicas: Invalid value: -1: must be greater than or equal to 0\n* spec.selector: Required value"
         );
     }
 

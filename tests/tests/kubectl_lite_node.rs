@@ -32,7 +32,7 @@ fn pod() -> Pod {
             "terminationGracePeriodSeconds": 1,
             "containers": [
                 {"name": "main", "image": "busybox-httpd:1.35",
-                 "command": ["sh", "-c", "echo line 1; echo line 2; echo on stderr >&2; exec httpd -f -p 80 -h /var/www"]},
+                 "command": ["sh", "-c", "echo line 1; echo line 2; sleep 0.5; echo on stderr >&2; exec httpd -f -p 80 -h /var/www"]},
                 {"name": "ticker", "image": "busybox:1.35",
                  "command": ["sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done"]},
             ],

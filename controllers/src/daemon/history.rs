@@ -55,7 +55,9 @@ pub fn revision_for(ds: &DaemonSet, hash: &str, revision: i64) -> ControllerRevi
 fn go_typed_fields(t: &mut serde_json::Value) {
     t["metadata"]["creationTimestamp"] = serde_json::Value::Null;
     for list in ["initContainers", "containers"] {
-        for c in t["spec"][list].as_array_mut().into_iter().flatten() {
+        // `pointer_mut`, not indexing: indexing would add the missing list as `null`.
+        let containers = t.pointer_mut(&format!("/spec/{list}")).and_then(|l| l.as_array_mut());
+        for c in containers.into_iter().flatten() {
             if let Some(c) = c.as_object_mut() {
                 c.entry("resources").or_insert_with(|| json!({}));
             }
@@ -145,5 +147,6 @@ mod tests {
         assert!(t["metadata"]["creationTimestamp"].is_null());
         assert_eq!(t["spec"]["containers"][0]["resources"], json!({}));
         assert_eq!(t["spec"]["containers"][1]["resources"], json!({"limits": {"cpu": "1"}}));
+        assert!(!t["spec"].as_object().unwrap().contains_key("initContainers"));
     }
 }

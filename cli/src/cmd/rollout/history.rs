@@ -63,17 +63,25 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
             let Some(r) = revisions.iter().find(|r| r.number == a.revision) else {
                 return Err(CliError::Usage("unable to find the specified revision".into()));
             };
-            let _ = r;
-            return Err(CliError::Usage(format!(
-                "--revision={}: printing one revision's pod template is not implemented yet",
-                a.revision
-            )));
+            println!("{} with revision #{}", info.kind_name(), a.revision);
+            println!("{}", pod_template(&r.template));
         } else {
             println!("{} ", info.kind_name());
             println!("{}", overview(&revisions));
         }
     }
     Ok(())
+}
+
+/// One revision's pod template as kubectl's `DescribePodTemplate` prints it.
+pub fn pod_template(template: &Value) -> String {
+    let mut w = crate::describe::writer::PrefixWriter::new();
+    crate::describe::containers::describe_pod_template(
+        &mut w,
+        Some(template),
+        &crate::describe::Clock::system(),
+    );
+    w.finish()
 }
 
 /// The `REVISION  CHANGE-CAUSE` table, or kubectl's line for no history.
