@@ -93,6 +93,8 @@ const SCRIPT: &[&[&str]] = &[
     &["rollout", "undo", "deployment/web"],
     &["rollout", "status", "deployment/web", "--timeout=90s"],
     &["rollout", "history", "deployment", "web"],
+    &["rollout", "history", "deployment/web", "--revision=2"],
+    &["rollout", "history", "deployment/web", "--revision=9"],
     &["rollout", "undo", "deployment/web", "--to-revision=3"],
     &["rollout", "undo", "deployment/web", "--to-revision=9"],
     &["rollout", "pause", "deployment/web"],

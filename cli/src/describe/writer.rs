@@ -1,5 +1,7 @@
 //! kubectl's `PrefixWriter`: text written at an indentation level (two spaces a level), with
-//! terminal escapes made harmless, into a tab writer that aligns `\t`-separated cells.
+//! terminal escapes made harmless, into a tab writer that aligns `\t`-separated cells — or,
+//! [`PrefixWriter::raw`], into plain text with the tabs left in (kubectl's `rollout history
+//! --revision` writes its pod template to a bare buffer).
 
 use super::tabwriter::TabWriter;
 
@@ -9,8 +11,23 @@ pub const LEVEL_2: usize = 2;
 pub const LEVEL_3: usize = 3;
 
 #[derive(Debug)]
+enum Sink {
+    Aligned(TabWriter),
+    Raw(String),
+}
+
+impl Sink {
+    fn write(&mut self, s: &str) {
+        match self {
+            Sink::Aligned(t) => t.write(s),
+            Sink::Raw(out) => out.push_str(s),
+        }
+    }
+}
+
+#[derive(Debug)]
 pub struct PrefixWriter {
-    tab: TabWriter,
+    tab: Sink,
     /// Levels added to every write (kubectl's nested prefix writer).
     indent: usize,
 }
@@ -23,7 +40,12 @@ impl Default for PrefixWriter {
 
 impl PrefixWriter {
     pub fn new() -> Self {
-        PrefixWriter { tab: TabWriter::new(), indent: 0 }
+        PrefixWriter { tab: Sink::Aligned(TabWriter::new()), indent: 0 }
+    }
+
+    /// A writer whose tabs are written as they are, not aligned.
+    pub fn raw() -> Self {
+        PrefixWriter { tab: Sink::Raw(String::new()), indent: 0 }
     }
 
     /// `text` after `level` indentations.
@@ -45,7 +67,9 @@ impl PrefixWriter {
 
     /// Aligns what was written so far on its own (kubectl flushes before the events table).
     pub fn flush(&mut self) {
-        self.tab.flush();
+        if let Sink::Aligned(t) = &mut self.tab {
+            t.flush();
+        }
     }
 
     /// Runs `f` with every write `levels` deeper.
@@ -56,7 +80,10 @@ impl PrefixWriter {
     }
 
     pub fn finish(self) -> String {
-        self.tab.finish()
+        match self.tab {
+            Sink::Aligned(t) => t.finish(),
+            Sink::Raw(out) => out,
+        }
     }
 }
 
@@ -66,4 +93,16 @@ fn escape(s: &str) -> String {
         return s.to_string();
     }
     s.replace('\x1b', "^[").replace('\r', "\\r")
+}
+
+#[cfg(test)]
+mod raw_tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_writer_keeps_its_tabs_where_an_aligned_one_pads() {
+        let mut raw = PrefixWriter::raw();
+        raw.write(LEVEL_1, "Image:\tbusybox\n");
+        assert_eq!(raw.finish(), "  Image:\tbusybox\n");
+    }
 }

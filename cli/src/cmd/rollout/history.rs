@@ -73,9 +73,10 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     Ok(())
 }
 
-/// One revision's pod template as kubectl's `DescribePodTemplate` prints it.
+/// One revision's pod template as kubectl's `DescribePodTemplate` prints it to a bare buffer
+/// (tabs not aligned).
 pub fn pod_template(template: &Value) -> String {
-    let mut w = crate::describe::writer::PrefixWriter::new();
+    let mut w = crate::describe::writer::PrefixWriter::raw();
     crate::describe::containers::describe_pod_template(
         &mut w,
         Some(template),
