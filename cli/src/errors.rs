@@ -109,6 +109,17 @@ impl CliError {
         }
     }
 
+    /// The server's `NotFound` for an object (`pods "x" not found`), for absences noticed on
+    /// this side: a list that does not hold it, a kubelet that does not run it.
+    pub fn not_found(group_resource: &str, name: &str) -> CliError {
+        CliError::Server(Box::new(Status {
+            code: 404,
+            reason: "NotFound".into(),
+            message: format!("{group_resource} \"{name}\" not found"),
+            ..Status::default()
+        }))
+    }
+
     /// The server's `Status`, when it was the server that refused.
     pub fn status(&self) -> Option<&Status> {
         match self {

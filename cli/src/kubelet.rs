@@ -31,12 +31,7 @@ pub async fn pod(f: &Factory, namespace: &str, name: &str) -> Result<Value> {
 }
 
 fn not_found(name: &str) -> CliError {
-    CliError::Server(Box::new(kube::core::Status {
-        code: 404,
-        reason: "NotFound".into(),
-        message: format!("pods \"{name}\" not found"),
-        ..kube::core::Status::default()
-    }))
+    CliError::not_found("pods", name)
 }
 
 /// What `get` can name in node mode.

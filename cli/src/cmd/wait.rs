@@ -325,12 +325,9 @@ async fn wait_one(
             Ok(Step::Done(()))
         }
         (Condition::Delete, _) => Ok(Step::Continue),
-        (_, Observation::Listed(None)) => Err(CliError::Server(Box::new(kube::core::Status {
-            code: 404,
-            reason: "NotFound".into(),
-            message: format!("{} \"{}\" not found", info.resource.group_resource(), info.name),
-            ..kube::core::Status::default()
-        }))),
+        (_, Observation::Listed(None)) => {
+            Err(CliError::not_found(&info.resource.group_resource(), &info.name))
+        }
         (_, Observation::Deleted(_)) => Ok(Step::Continue),
         (_, Observation::Listed(Some(o)) | Observation::Changed(o)) => {
             if c.holds(&o).map_err(CliError::Usage)? {

@@ -68,7 +68,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
             let object = match o {
                 Observation::Listed(Some(v)) | Observation::Changed(v) => v,
                 Observation::Listed(None) => {
-                    return Err(CliError::Server(Box::new(not_found(&info))));
+                    return Err(CliError::not_found(&info.resource.group_resource(), &info.name));
                 }
                 Observation::Deleted(_) => {
                     return Err(CliError::Usage("object has been deleted".into()));
@@ -81,16 +81,6 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         watch::bounded(timeout, follow).await??;
     }
     Ok(())
-}
-
-/// The `NotFound` the list's precondition reports for an object that is not there.
-fn not_found(info: &crate::builder::Info) -> kube::core::Status {
-    kube::core::Status {
-        code: 404,
-        reason: "NotFound".into(),
-        message: format!("{} \"{}\" not found", info.resource.group_resource(), info.name),
-        ..kube::core::Status::default()
-    }
 }
 
 /// kubectl's status viewer for a workload: the line it prints and whether it is done, or the
