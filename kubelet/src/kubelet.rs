@@ -2,11 +2,11 @@
 //! loop under one task tracker, and stops them all on cancellation, leaving pods running.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use proto::{ClientOptions, CriClient, UnixEndpoint};
+use proto::{ClientOptions, CriClient, UnixEndpoint, cri};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -19,6 +19,7 @@ use crate::config::file::FileSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
 use crate::events::{self, Recorder};
+use crate::eviction::Signal;
 use crate::fieldpath::Allocatable;
 use crate::mirror::MirrorSync;
 use crate::node_status::machine::ReadingSource;
@@ -101,6 +102,31 @@ fn joined_recorder(
     Recorder::joined(events)
 }
 
+/// A directory on the runtime's image filesystem, as CRI `ImageFsInfo` names it (asked once: a
+/// runtime does not move its images while running); `None`, with a warning, when the runtime
+/// does not say, and the `imagefs` signals go unobserved.
+async fn image_fs_dir(cri: &CriClient) -> Option<PathBuf> {
+    let info = cri.image_fs_info(cri::ImageFsInfoRequest {}).await;
+    let mountpoint = match &info {
+        Ok(info) => info
+            .image_filesystems
+            .iter()
+            .find_map(|fs| fs.fs_id.as_ref().map(|id| id.mountpoint.clone())),
+        Err(e) => {
+            tracing::warn!(error = %e, "the runtime did not name its image filesystem; imagefs thresholds go unobserved");
+            return None;
+        }
+    };
+    let dir = mountpoint.filter(|m| Path::new(m).is_dir()).map(PathBuf::from);
+    if dir.is_none() {
+        tracing::warn!(
+            ?info,
+            "the runtime's image filesystem is not a directory here; imagefs thresholds go unobserved"
+        );
+    }
+    dir
+}
+
 /// Runs the kubelet until `stop` is cancelled. Pods keep running after it returns.
 pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), KubeletError> {
     config.validate()?;
@@ -149,10 +175,14 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         tokens: client.as_ref().map(|client| {
             Arc::new(TokenManager::new(Arc::new(ApiTokenSource { client: client.clone() })))
         }),
-        // No reservations are configured: allocatable is the capacity.
+        // No system or kube reservations are configured: allocatable is the capacity less
+        // the hard eviction reservation, as the node reports it.
         allocatable: Allocatable {
             cpu_millis: i128::try_from(machine.cpus).unwrap_or(0) * 1000,
-            memory_bytes: i128::from(machine.memory_bytes),
+            memory_bytes: i128::from(
+                machine.memory_bytes
+                    - config.eviction_hard.reserved(Signal::MemoryAvailable, machine.memory_bytes),
+            ),
         },
     };
     let runtime = Arc::new(RuntimeManager::new(
@@ -265,9 +295,14 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
                 max_pods: config.max_pods,
                 runtime_version: format!("{}://{}", v.runtime_name, v.runtime_version),
                 kubelet_port,
+                eviction_hard: config.eviction_hard.clone(),
             },
             machine,
-            readings: ReadingSource { root: "/".into(), kubelet_dir: config.root_dir.clone() },
+            readings: ReadingSource {
+                root: "/".into(),
+                kubelet_dir: config.root_dir.clone(),
+                image_fs_dir: image_fs_dir(&cri).await,
+            },
             pleg: pleg_health.clone(),
             update_frequency: config.node_status_update_frequency,
             report_frequency: config.node_status_report_frequency,

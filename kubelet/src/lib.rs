@@ -21,6 +21,8 @@
 //! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
 //! - [`server`]: the HTTP APIs: read-only, and the secure one (logs, exec).
 //! - [`node_status`]: the Node object: registration and status.
+//! - [`eviction`]: eviction signals and the hard thresholds that decide the pressure
+//!   conditions and the reservation out of allocatable.
 //! - [`nodelease`]: the node's heartbeat Lease.
 //! - [`cm`]: pod cgroups.
 //! - [`events`]: the local event list.
@@ -31,6 +33,7 @@ pub mod cm;
 pub mod config;
 pub mod credentialprovider;
 pub mod events;
+pub mod eviction;
 pub mod fieldpath;
 pub mod kubelet;
 pub mod mirror;

@@ -76,6 +76,10 @@ struct Args {
     /// The address to report as the node's InternalIP (default: the outbound interface's).
     #[arg(long)]
     node_ip: Option<std::net::IpAddr>,
+    /// Hard eviction thresholds, replacing evictionHard, e.g.
+    /// memory.available<100Mi,nodefs.available<10% (0% or 100%: the signal is off).
+    #[arg(long, value_parser = kubelet::eviction::statements)]
+    eviction_hard: Option<std::collections::BTreeMap<String, String>>,
     #[command(flatten)]
     log: daemon::LogArgs,
 }
@@ -137,6 +141,10 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(p) = args.static_config_path.clone() {
         config.static_config_path = (!p.as_os_str().is_empty()).then_some(p);
+    }
+    if let Some(hard) = &args.eviction_hard {
+        config.eviction_hard = kubelet::eviction::Thresholds::parse(hard, false)
+            .map_err(|(signal, e)| anyhow::anyhow!("--eviction-hard: {signal}: {e}"))?;
     }
     config.node_name = config.node_name.to_lowercase();
 

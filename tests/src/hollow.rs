@@ -205,9 +205,10 @@ impl HollowNode {
         std::fs::copy(api.ca_path(), &ca)?;
         api.write_node_kubeconfig(&name, &dir.join("kubeconfig"), &ca)?;
         let config = format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix://{}\npodLogsDir: {}\ncgroupsPerQOS: false\naddress: 127.0.0.1\nreadOnlyPort: 0\nhealthzPort: 0\n",
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix://{}\npodLogsDir: {}\ncgroupsPerQOS: false\naddress: 127.0.0.1\nreadOnlyPort: 0\nhealthzPort: 0\n{}",
             socket.display(),
             dir.join("logs").display(),
+            crate::kubelet::EVICTION_HARD,
         );
         std::fs::write(dir.join("kubelet.yaml"), config)?;
         let user = kubelet_user();

@@ -24,6 +24,12 @@ pub fn kubelet_binary() -> anyhow::Result<PathBuf> {
     crate::workspace_binary("kubelet")
 }
 
+/// The test kubelets' hard eviction thresholds, as kind sets its nodes': the disk signals off,
+/// so what a test sees does not hang on how full the machine's disk is (upstream's
+/// `nodefs.available<10%` turns a 90%-full build machine's node DiskPressure, and the scheduler
+/// then places nothing); memory keeps upstream's default.
+pub const EVICTION_HARD: &str = "evictionHard:\n  memory.available: 100Mi\n  nodefs.available: \"0%\"\n  nodefs.inodesFree: \"0%\"\n  imagefs.available: \"0%\"\n";
+
 #[derive(Debug)]
 pub struct Kubelet {
     dir: PathBuf,
@@ -100,12 +106,13 @@ impl Kubelet {
             std::fs::create_dir_all(dir.join(d))?;
         }
         let config = format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\nstaticConfigPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 0.0.0.0\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n",
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\nstaticConfigPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 0.0.0.0\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n{}",
             dir.join("manifests").display(),
             dir.join("static-config").display(),
             containerd.endpoint(),
             dir.join("logs").display(),
             containerd.cgroup_parent(),
+            EVICTION_HARD,
         );
         std::fs::write(dir.join("kubelet.yaml"), config)?;
         let binary = kubelet_binary()?;

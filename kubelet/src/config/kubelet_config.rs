@@ -12,13 +12,13 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::duration::GoDuration;
+use crate::eviction::{ThresholdError, Thresholds};
 
 /// Upstream's `KubeletConfiguration` fields this kubelet does not act on yet (accepted, logged).
 const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "clusterDNS",
     "clusterDomain",
     "resolvConf",
-    "evictionHard",
     "evictionSoft",
     "evictionSoftGracePeriod",
     "evictionPressureTransitionPeriod",
@@ -107,6 +107,9 @@ pub struct KubeletConfigFile {
     pub authentication: Option<AuthenticationFile>,
     pub authorization: Option<AuthorizationFile>,
     pub streaming_connection_idle_timeout: Option<GoDuration>,
+    /// `evictionHard` as written: signal → threshold.
+    pub eviction_hard: Option<BTreeMap<String, String>>,
+    pub merge_default_eviction_settings: Option<bool>,
     /// Everything else: upstream fields we do not implement, and unknown ones.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -242,6 +245,9 @@ pub struct KubeletConfig {
     /// How long an exec or attach stream may pass no data either way before it is closed
     /// (`streamingConnectionIdleTimeout`, `--streaming-connection-idle-timeout`; 0: never).
     pub streaming_connection_idle_timeout: Duration,
+    /// The hard eviction thresholds (`evictionHard`, `mergeDefaultEvictionSettings`;
+    /// upstream's defaults when unset).
+    pub eviction_hard: Thresholds,
 }
 
 impl Default for KubeletConfig {
@@ -283,6 +289,7 @@ impl Default for KubeletConfig {
             authorization_cache_authorized_ttl: Duration::from_secs(5 * 60),
             authorization_cache_unauthorized_ttl: Duration::from_secs(30),
             streaming_connection_idle_timeout: Duration::from_secs(4 * 60 * 60),
+            eviction_hard: Thresholds::default(),
         }
     }
 }
@@ -299,6 +306,8 @@ pub enum ConfigError {
     CgroupDriver { path: PathBuf, driver: String },
     #[error("kubelet config: {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
+    #[error("kubelet config {path}: evictionHard[{signal}]: {source}")]
+    EvictionHard { path: PathBuf, signal: String, source: ThresholdError },
 }
 
 /// What a parsed file said beyond the fields we act on, for one log line each.
@@ -318,6 +327,11 @@ impl KubeletConfigFile {
         if let Some(driver) = file.cgroup_driver.as_ref().filter(|d| *d != "cgroupfs") {
             return Err(ConfigError::CgroupDriver { path: path.into(), driver: driver.clone() });
         }
+        file.eviction_hard().map_err(|(signal, source)| ConfigError::EvictionHard {
+            path: path.into(),
+            signal,
+            source,
+        })?;
         Ok(file)
     }
 
@@ -339,8 +353,19 @@ impl KubeletConfigFile {
         notes
     }
 
+    /// The hard eviction thresholds the file sets: `None` when it sets none (the defaults
+    /// stand), or the signal (as written) whose threshold does not parse.
+    fn eviction_hard(&self) -> Result<Option<Thresholds>, (String, ThresholdError)> {
+        let merge = self.merge_default_eviction_settings.unwrap_or(false);
+        self.eviction_hard.as_ref().map(|hard| Thresholds::parse(hard, merge)).transpose()
+    }
+
     /// Lays the file over the defaults.
     pub fn apply(&self, c: &mut KubeletConfig) {
+        // `parse` refused a file whose thresholds do not parse.
+        if let Ok(Some(hard)) = self.eviction_hard() {
+            c.eviction_hard = hard;
+        }
         if let Some(p) = &self.static_pod_path {
             c.static_pod_path = (!p.as_os_str().is_empty()).then(|| p.clone());
         }
@@ -501,6 +526,42 @@ someTypoField: true
         assert!(err.to_string().contains("kubelet.yaml"), "{err}");
         let err = KubeletConfigFile::parse(p, "cgroupDriver: systemd\n").unwrap_err();
         assert!(err.to_string().contains("systemd"), "{err}");
+    }
+
+    #[test]
+    fn eviction_hard_replaces_or_merges_with_the_defaults_and_bad_thresholds_stop_the_start() {
+        use crate::eviction::{Signal, ThresholdValue};
+        let p = Path::new("/etc/kubernetes/kubelet.yaml");
+        let effective = |text: &str| {
+            let mut c = KubeletConfig::default();
+            KubeletConfigFile::parse(p, text).unwrap().apply(&mut c);
+            c.eviction_hard
+        };
+        assert_eq!(effective("maxPods: 3\n"), Thresholds::default());
+        let kind_style = "evictionHard:\n  nodefs.available: \"0%\"\n  imagefs.available: \"0%\"\n";
+        assert_eq!(effective(kind_style), Thresholds::none());
+        let merged = effective(
+            "mergeDefaultEvictionSettings: true\nevictionHard:\n  memory.available: 500Mi\n",
+        );
+        assert_eq!(merged.get(Signal::MemoryAvailable), Some(ThresholdValue::Quantity(500 << 20)));
+        assert_eq!(merged.get(Signal::NodeFsAvailable), Some(ThresholdValue::Fraction(0.1)));
+        let file = KubeletConfigFile::parse(p, kind_style).unwrap();
+        assert!(file.notes().accepted_not_implemented.is_empty(), "evictionHard is acted on");
+
+        let err = KubeletConfigFile::parse(p, "evictionHard:\n  memory.available: ten percent\n")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kubelet config /etc/kubernetes/kubelet.yaml: evictionHard[memory.available]: \"ten percent\" is neither a quantity nor a percentage"
+        );
+        let err =
+            KubeletConfigFile::parse(p, "evictionHard:\n  disk.available: 1Gi\n").unwrap_err();
+        assert!(
+            err.to_string().ends_with(
+                "evictionHard[disk.available]: unsupported eviction signal disk.available"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! What the node is and how it is doing, read from `/proc`, `/sys` and `/etc` under a root path
 //! (so tests read a temp dir), the facts upstream takes from cAdvisor.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::eviction::{Observation, Observations, Signal};
 
 /// Facts that do not change while the kubelet runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -20,10 +23,9 @@ pub struct MachineInfo {
 /// Measurements taken at each status update.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Readings {
-    pub memory_available: u64,
-    /// The filesystem holding the kubelet's root directory.
-    pub fs_available: u64,
-    pub fs_capacity: u64,
+    /// Each eviction signal's reading; `nodefs.available`'s capacity is the node's ephemeral
+    /// storage.
+    pub observed: Observations,
     /// `Err` with the reason when the runtime (PLEG) is not healthy: the node is not Ready.
     pub runtime_health: Result<(), String>,
 }
@@ -89,21 +91,53 @@ pub struct ReadingSource {
     pub root: PathBuf,
     /// The kubelet's root directory, whose filesystem is `nodefs`.
     pub kubelet_dir: PathBuf,
+    /// A directory on the runtime's image filesystem (the mountpoint CRI `ImageFsInfo` names),
+    /// `imagefs`; `None` when the runtime did not say.
+    pub image_fs_dir: Option<PathBuf>,
+}
+
+/// Bytes and inodes available of a filesystem's, as upstream's cAdvisor reads them (`statvfs`:
+/// blocks and files available to unprivileged users).
+fn filesystem(dir: &Path, signals: [Signal; 2], into: &mut BTreeMap<Signal, Observation>) {
+    let Ok(s) = nix::sys::statvfs::statvfs(dir) else { return };
+    let block = s.fragment_size();
+    let [bytes, inodes] = signals;
+    into.insert(
+        bytes,
+        Observation { available: s.blocks_available() * block, capacity: s.blocks() * block },
+    );
+    into.insert(inodes, Observation { available: s.files_available(), capacity: s.files() });
 }
 
 impl ReadingSource {
     pub fn read(&self, runtime_health: Result<(), String>) -> Readings {
-        let (fs_available, fs_capacity) = nix::sys::statvfs::statvfs(&self.kubelet_dir)
-            .map(|s| {
-                let block = s.fragment_size();
-                (s.blocks_available() * block, s.blocks() * block)
-            })
-            .unwrap_or((0, 0));
-        Readings {
-            memory_available: meminfo(&self.root, "MemAvailable"),
-            fs_available,
-            fs_capacity,
-            runtime_health,
+        let mut observed = BTreeMap::new();
+        observed.insert(
+            Signal::MemoryAvailable,
+            Observation {
+                available: meminfo(&self.root, "MemAvailable"),
+                capacity: meminfo(&self.root, "MemTotal"),
+            },
+        );
+        let nodefs = [Signal::NodeFsAvailable, Signal::NodeFsInodesFree];
+        filesystem(&self.kubelet_dir, nodefs, &mut observed);
+        if let Some(dir) = &self.image_fs_dir {
+            let imagefs = [Signal::ImageFsAvailable, Signal::ImageFsInodesFree];
+            filesystem(dir, imagefs, &mut observed);
         }
+        // Tasks running: the second figure of /proc/loadavg's `running/total`.
+        let max = read(&self.root, "/proc/sys/kernel/pid_max").parse::<u64>().ok();
+        let tasks = read(&self.root, "/proc/loadavg")
+            .split_whitespace()
+            .nth(3)
+            .and_then(|f| f.split_once('/'))
+            .and_then(|(_, total)| total.parse::<u64>().ok());
+        if let (Some(max), Some(tasks)) = (max, tasks) {
+            observed.insert(
+                Signal::PidAvailable,
+                Observation { available: max.saturating_sub(tasks), capacity: max },
+            );
+        }
+        Readings { observed: Observations(observed), runtime_health }
     }
 }

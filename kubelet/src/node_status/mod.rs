@@ -15,18 +15,15 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
+use crate::eviction::{Pressure, Signal, Thresholds};
+
 pub use machine::{MachineInfo, Readings};
 
 /// The kubelet version reported in `nodeInfo.kubeletVersion` (the API level we implement).
 pub const KUBELET_VERSION: &str = "v1.35.0";
 
-/// Upstream's default hard eviction thresholds, which decide the pressure conditions.
-pub const MEMORY_AVAILABLE_MIN: u64 = 100 * 1024 * 1024;
-/// `nodefs.available<10%`.
-pub const NODEFS_AVAILABLE_MIN_PERCENT: u64 = 10;
-
 /// What the kubelet knows about its node besides the machine.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeFacts {
     pub name: String,
     pub hostname: String,
@@ -36,6 +33,8 @@ pub struct NodeFacts {
     pub runtime_version: String,
     /// The kubelet API's port (`daemonEndpoints.kubeletEndpoint`), 0 when not served.
     pub kubelet_port: u16,
+    /// `evictionHard`: decides the pressure conditions and is reserved out of allocatable.
+    pub eviction_hard: Thresholds,
 }
 
 /// The object the kubelet registers: labels and an initial status.
@@ -56,6 +55,12 @@ pub fn node(facts: &NodeFacts, machine: &MachineInfo, status: NodeStatus) -> Nod
         spec: None,
         status: Some(status),
     }
+}
+
+/// Bytes as a quantity: in `Ki` when that is exact (capacity is), else in bytes, as upstream's
+/// canonical form of an allocatable figure.
+fn bytes(n: u64) -> Quantity {
+    Quantity(if n.is_multiple_of(1024) { format!("{}Ki", n / 1024) } else { n.to_string() })
 }
 
 fn condition(type_: &str, status: bool, reason: &str, message: &str) -> NodeCondition {
@@ -84,28 +89,34 @@ pub fn status(
     previous: Option<&NodeStatus>,
     now: Time,
 ) -> NodeStatus {
+    let ephemeral = readings.observed.get(Signal::NodeFsAvailable).map_or(0, |o| o.capacity);
     let mut capacity = BTreeMap::from([
         ("cpu".to_string(), Quantity(machine.cpus.to_string())),
         ("memory".to_string(), Quantity(format!("{}Ki", machine.memory_bytes / 1024))),
         ("pods".to_string(), Quantity(facts.max_pods.to_string())),
     ]);
-    if readings.fs_capacity > 0 {
-        capacity.insert(
-            "ephemeral-storage".into(),
-            Quantity(format!("{}Ki", readings.fs_capacity / 1024)),
-        );
+    if ephemeral > 0 {
+        capacity.insert("ephemeral-storage".into(), Quantity(format!("{}Ki", ephemeral / 1024)));
     }
-    // No system or kube reservations are configured: allocatable is the capacity.
-    let allocatable = capacity.clone();
+    // No system or kube reservations are configured: allocatable is the capacity less what
+    // the hard eviction thresholds hold back, as upstream's `GetNodeAllocatableAbsolute`.
+    let mut allocatable = capacity.clone();
+    let hard = &facts.eviction_hard;
+    let memory =
+        machine.memory_bytes - hard.reserved(Signal::MemoryAvailable, machine.memory_bytes);
+    allocatable.insert("memory".into(), bytes(memory));
+    if ephemeral > 0 {
+        let storage = ephemeral - hard.reserved(Signal::NodeFsAvailable, ephemeral);
+        allocatable.insert("ephemeral-storage".into(), bytes(storage));
+    }
     let mut addresses = Vec::new();
     if let Some(ip) = &facts.internal_ip {
         addresses.push(NodeAddress { type_: "InternalIP".into(), address: ip.clone() });
     }
     addresses.push(NodeAddress { type_: "Hostname".into(), address: facts.hostname.clone() });
 
-    let memory_ok = readings.memory_available >= MEMORY_AVAILABLE_MIN;
-    let disk_ok = readings.fs_capacity == 0
-        || readings.fs_available * 100 >= readings.fs_capacity * NODEFS_AVAILABLE_MIN_PERCENT;
+    let met = hard.met(&readings.observed);
+    let under = |p: Pressure| met.iter().any(|s| s.pressure() == p);
     let ready = match &readings.runtime_health {
         Ok(()) => condition("Ready", true, "KubeletReady", "kubelet is posting ready status"),
         Err(reason) => condition("Ready", false, "KubeletNotReady", reason),
@@ -113,20 +124,19 @@ pub fn status(
     let mut conditions = vec![
         pressure(
             "MemoryPressure",
-            !memory_ok,
+            under(Pressure::Memory),
             ["KubeletHasInsufficientMemory", "kubelet has insufficient memory available"],
             ["KubeletHasSufficientMemory", "kubelet has sufficient memory available"],
         ),
         pressure(
             "DiskPressure",
-            !disk_ok,
+            under(Pressure::Disk),
             ["KubeletHasDiskPressure", "kubelet has disk pressure"],
             ["KubeletHasNoDiskPressure", "kubelet has no disk pressure"],
         ),
-        // Upstream sets no PID eviction threshold by default, so this is never True either.
         pressure(
             "PIDPressure",
-            false,
+            under(Pressure::Pid),
             ["KubeletHasInsufficientPID", "kubelet has insufficient PID available"],
             ["KubeletHasSufficientPID", "kubelet has sufficient PID available"],
         ),

@@ -1,5 +1,6 @@
 use super::machine::ReadingSource;
 use super::*;
+use crate::eviction::{Observation, Observations};
 
 fn facts() -> NodeFacts {
     NodeFacts {
@@ -9,6 +10,7 @@ fn facts() -> NodeFacts {
         max_pods: 110,
         runtime_version: "containerd://1.6.20".into(),
         kubelet_port: 10250,
+        eviction_hard: Thresholds::default(),
     }
 }
 
@@ -23,11 +25,25 @@ fn machine() -> MachineInfo {
     }
 }
 
+fn observe(readings: &[(Signal, u64, u64)]) -> Observations {
+    Observations(
+        readings
+            .iter()
+            .map(|&(s, available, capacity)| (s, Observation { available, capacity }))
+            .collect(),
+    )
+}
+
+/// Memory 2 of 4 GiB free, the root filesystem 50 of 100 GiB and half its inodes, 4 Ki PIDs
+/// free of 4 Mi.
 fn healthy() -> Readings {
     Readings {
-        memory_available: 2 << 30,
-        fs_available: 50 << 30,
-        fs_capacity: 100 << 30,
+        observed: observe(&[
+            (Signal::MemoryAvailable, 2 << 30, 4 << 30),
+            (Signal::NodeFsAvailable, 50 << 30, 100 << 30),
+            (Signal::NodeFsInodesFree, 1 << 20, 2 << 20),
+            (Signal::PidAvailable, 4 << 20, 4 << 22),
+        ]),
         runtime_health: Ok(()),
     }
 }
@@ -48,7 +64,11 @@ fn a_healthy_node_reports_capacity_addresses_info_and_ready() {
     assert_eq!(cap["memory"].0, "4194304Ki");
     assert_eq!(cap["pods"].0, "110");
     assert_eq!(cap["ephemeral-storage"].0, format!("{}Ki", 100u64 << 20));
-    assert_eq!(s.allocatable, s.capacity);
+    let alloc = s.allocatable.as_ref().unwrap();
+    assert_eq!((alloc["cpu"].0.as_str(), alloc["pods"].0.as_str()), ("2", "110"));
+    // Upstream's default hard thresholds held back: memory.available 100Mi, nodefs 10%.
+    assert_eq!(alloc["memory"].0, format!("{}Ki", (4u64 << 20) - 100 * 1024));
+    assert_eq!(alloc["ephemeral-storage"].0, format!("{}Ki", (100u64 << 20) / 10 * 9));
     let addrs: Vec<_> = s.addresses.unwrap().into_iter().map(|a| (a.type_, a.address)).collect();
     assert_eq!(
         addrs,
@@ -78,9 +98,10 @@ fn a_healthy_node_reports_capacity_addresses_info_and_ready() {
 #[test]
 fn pressure_and_an_unhealthy_runtime_show_in_conditions() {
     let r = Readings {
-        memory_available: 50 << 20,
-        fs_available: 5 << 30,
-        fs_capacity: 100 << 30,
+        observed: observe(&[
+            (Signal::MemoryAvailable, 50 << 20, 4 << 30),
+            (Signal::NodeFsAvailable, 5 << 30, 100 << 30),
+        ]),
         runtime_health: Err("PLEG is not healthy".into()),
     };
     let s = status(&facts(), &machine(), &r, None, t(100));
@@ -138,8 +159,67 @@ fn machine_facts_and_readings_come_from_the_root_given() {
         (m.kernel_version.as_str(), m.os_image.as_str()),
         ("6.1.0-test", "Debian GNU/Linux 12 (bookworm)")
     );
-    let r =
-        ReadingSource { root: root.path().into(), kubelet_dir: root.path().into() }.read(Ok(()));
-    assert_eq!(r.memory_available, 4_000_000 * 1024);
-    assert!(r.fs_capacity > 0 && r.fs_available <= r.fs_capacity);
+    put("proc/sys/kernel/pid_max", "4194304\n");
+    put("proc/loadavg", "0.50 0.40 0.30 2/345 6789\n");
+    let source = ReadingSource {
+        root: root.path().into(),
+        kubelet_dir: root.path().into(),
+        image_fs_dir: Some(root.path().join("etc")),
+    };
+    let r = source.read(Ok(()));
+    let memory = r.observed.get(Signal::MemoryAvailable).unwrap();
+    assert_eq!((memory.available, memory.capacity), (4_000_000 * 1024, 8_000_000 * 1024));
+    let pids = r.observed.get(Signal::PidAvailable).unwrap();
+    assert_eq!((pids.available, pids.capacity), (4_194_304 - 345, 4_194_304));
+    for s in [
+        Signal::NodeFsAvailable,
+        Signal::NodeFsInodesFree,
+        Signal::ImageFsAvailable,
+        Signal::ImageFsInodesFree,
+    ] {
+        let fs = r.observed.get(s).unwrap();
+        assert!(fs.capacity > 0 && fs.available <= fs.capacity, "{s}: {fs:?}");
+    }
+    let without = ReadingSource { image_fs_dir: None, ..source }.read(Ok(()));
+    assert_eq!(without.observed.get(Signal::ImageFsAvailable), None, "no imagefs named: unread");
+}
+
+#[test]
+fn each_pressure_follows_its_own_signals_and_thresholds_set_in_the_config() {
+    let tight = |pairs: &[(&str, &str)]| {
+        let written = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        NodeFacts { eviction_hard: Thresholds::parse(&written, false).unwrap(), ..facts() }
+    };
+    let under = |facts: &NodeFacts, r: &Readings| {
+        let s = status(facts, &machine(), r, None, t(100));
+        ["MemoryPressure", "DiskPressure", "PIDPressure"].map(|c| cond(&s, c).status.clone())
+    };
+    // Inodes 50% free against 60%: disk pressure, nothing else.
+    let f = tight(&[("nodefs.inodesFree", "60%")]);
+    assert_eq!(under(&f, &healthy()), ["False", "True", "False"]);
+    // PIDs: 4 Mi free, under 5 Mi.
+    let f = tight(&[("pid.available", "5Mi")]);
+    let s = status(&f, &machine(), &healthy(), None, t(100));
+    assert_eq!(
+        (cond(&s, "PIDPressure").status.as_str(), cond(&s, "PIDPressure").reason.as_deref()),
+        ("True", Some("KubeletHasInsufficientPID"))
+    );
+    // The image filesystem, when read: 10% free, under 15%.
+    let mut r = healthy();
+    r.observed.0.insert(Signal::ImageFsAvailable, Observation { available: 10, capacity: 100 });
+    assert_eq!(under(&facts(), &r), ["False", "True", "False"]);
+    // Thresholds off (kind's 0%): a full disk and no memory are no pressure, and nothing is
+    // held back from allocatable.
+    let f = tight(&[("nodefs.available", "0%"), ("imagefs.available", "0%")]);
+    let full = Readings {
+        observed: observe(&[
+            (Signal::MemoryAvailable, 0, 4 << 30),
+            (Signal::NodeFsAvailable, 0, 100 << 30),
+            (Signal::ImageFsAvailable, 0, 100 << 30),
+        ]),
+        runtime_health: Ok(()),
+    };
+    assert_eq!(under(&f, &full), ["False", "False", "False"]);
+    let s = status(&f, &machine(), &full, None, t(100));
+    assert_eq!(s.allocatable, s.capacity);
 }
