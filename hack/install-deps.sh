@@ -19,6 +19,7 @@ PACKAGES=(
   curl
   ca-certificates
   build-essential             # cc for the pause binary and -sys crates
+  systemd                     # systemd-analyze verifies the kubelet's unit
 )
 
 if [ "$(id -u)" -ne 0 ]; then

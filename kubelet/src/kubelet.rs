@@ -42,6 +42,7 @@ use crate::token::TokenManager;
 use crate::token::api::ApiTokenSource;
 use crate::volume::VolumeManager;
 use crate::volume::mount::HostMounter;
+use crate::watchdog::{Notification, Notifier, SdNotify, SyncLoopHealth, Watchdog};
 
 /// The address the node uses for outbound traffic (no packet is sent).
 fn host_ip() -> Option<String> {
@@ -130,6 +131,7 @@ async fn image_fs_dir(cri: &CriClient) -> Option<PathBuf> {
 /// Runs the kubelet until `stop` is cancelled. Pods keep running after it returns.
 pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), KubeletError> {
     config.validate()?;
+    let watchdog_timeout = crate::watchdog::timeout_from_env()?;
     let endpoint: UnixEndpoint = config.container_runtime_endpoint.parse()?;
     let options =
         ClientOptions { call_timeout: config.runtime_request_timeout, ..ClientOptions::default() };
@@ -252,12 +254,14 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, child.clone()));
     tasks.spawn(trim_periodically(child.clone()));
 
+    let sync_loop_health = Arc::new(SyncLoopHealth::new(config.sync_frequency));
     let state = ServerState {
         statuses: statuses.clone(),
         manifests: manifests_rx,
         static_config: static_config_rx,
         recorder: recorder.clone(),
         pleg: pleg_health.clone(),
+        sync_loop: sync_loop_health.clone(),
     };
     if config.read_only_port != 0 {
         let listener = server::bind(SocketAddr::new(config.address, config.read_only_port)).await?;
@@ -361,7 +365,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         recorder,
         config.max_pods,
     )
-    .with_objects(object_sources);
+    .with_objects(object_sources)
+    .with_health(sync_loop_health.clone());
     let inputs = Inputs {
         config: updates_rx,
         pleg: pleg_rx,
@@ -369,9 +374,17 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         runtime_pods: pods_rx,
         objects: objects_rx,
     };
-    notify_ready();
+    let notifier: Arc<dyn Notifier> = Arc::new(SdNotify);
+    if let Some(timeout) = watchdog_timeout {
+        let dog = Watchdog::new(timeout, sync_loop_health, notifier.clone());
+        tasks.spawn(dog.run(child.clone()));
+    }
+    let status = format!("running: node {}", config.node_name);
+    notify(notifier.as_ref(), &Notification::Ready { status });
     tracing::info!(node = %config.node_name, "kubelet started");
     sync_loop.run(inputs, child.clone()).await;
+    let status = "stopping: pods keep running".to_string();
+    notify(notifier.as_ref(), &Notification::Stopping { status });
     child.cancel();
     tasks.close();
     if tokio::time::timeout(Duration::from_secs(10), tasks.wait()).await.is_err() {
@@ -405,12 +418,10 @@ async fn trim_periodically(stop: CancellationToken) {
     }
 }
 
-/// Tells systemd (`Type=notify`) the kubelet is up, when run as such a unit.
-fn notify_ready() {
-    if std::env::var_os("NOTIFY_SOCKET").is_some()
-        && let Err(e) = sd_notify::notify(&[sd_notify::NotifyState::Ready])
-    {
-        tracing::warn!(error = %e, "notifying systemd");
+/// Tells systemd (`Type=notify`) how the kubelet is, when run as such a unit.
+fn notify(notifier: &dyn Notifier, n: &Notification) {
+    if let Err(e) = notifier.notify(n) {
+        tracing::warn!(error = %e, notification = ?n, "notifying systemd");
     }
 }
 

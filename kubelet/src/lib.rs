@@ -26,6 +26,8 @@
 //! - [`nodelease`]: the node's heartbeat Lease.
 //! - [`cm`]: pod cgroups.
 //! - [`events`]: the local event list.
+//! - [`watchdog`]: systemd notifications (`READY=1`, `STOPPING=1`, `STATUS=`) and the
+//!   watchdog pings, sent only while the sync loop goes round.
 //! - [`kubelet`]: wiring and the stop path.
 
 pub mod active_deadline;
@@ -49,6 +51,7 @@ pub mod status;
 pub mod sync_loop;
 pub mod token;
 pub mod volume;
+pub mod watchdog;
 
 pub use kubelet::run;
 
@@ -67,4 +70,6 @@ pub enum KubeletError {
     Bind { addr: std::net::SocketAddr, source: std::io::Error },
     #[error("kubelet API: {0}")]
     Secure(#[from] server::secure::SecureError),
+    #[error(transparent)]
+    Watchdog(#[from] watchdog::WatchdogError),
 }

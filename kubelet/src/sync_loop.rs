@@ -22,6 +22,7 @@ use crate::prober::{ProbeManager, ProbeResults, ProbeUpdate};
 use crate::runtime::RuntimeManager;
 use crate::runtime::sync::grace_period;
 use crate::status::StatusManager;
+use crate::watchdog::SyncLoopHealth;
 
 /// How often pods whose resync is due are synced.
 pub const SYNC_TICK: Duration = Duration::from_secs(1);
@@ -82,6 +83,8 @@ pub struct SyncLoop {
     max_pods: usize,
     /// The apiserver's ConfigMaps and Secrets, for API pods (`None` standalone).
     objects: ObjectSources,
+    /// Marked at every iteration, for the watchdog and `/healthz`.
+    health: Option<Arc<SyncLoopHealth>>,
 }
 
 /// Whether every source's first pods have been handled here. The mux queues a source's updates
@@ -120,7 +123,14 @@ impl SyncLoop {
             recorder,
             max_pods: max_pods as usize,
             objects: ObjectSources::default(),
+            health: None,
         }
+    }
+
+    /// Marks `health` at every iteration.
+    pub fn with_health(mut self, health: Arc<SyncLoopHealth>) -> Self {
+        self.health = Some(health);
+        self
     }
 
     /// Keeps the objects pods reference through `objects`: API pods the apiserver's, static
@@ -166,6 +176,9 @@ impl SyncLoop {
             }
             let runtime_pods = inputs.runtime_pods.borrow().clone();
             self.handle(event, &runtime_pods);
+            if let Some(h) = &self.health {
+                h.iterated();
+            }
         }
         self.workers.shutdown(Duration::from_secs(5)).await;
         self.probes.shutdown().await;

@@ -17,6 +17,7 @@ use crate::config::file::ManifestReport;
 use crate::events::Recorder;
 use crate::pleg::PlegHealth;
 use crate::status::StatusManager;
+use crate::watchdog::SyncLoopHealth;
 
 #[derive(Debug, Clone)]
 pub struct ServerState {
@@ -26,6 +27,8 @@ pub struct ServerState {
     pub static_config: watch::Receiver<Vec<ManifestReport>>,
     pub recorder: Recorder,
     pub pleg: Arc<PlegHealth>,
+    /// Whether the sync loop goes round (upstream's `syncloop` check).
+    pub sync_loop: Arc<SyncLoopHealth>,
 }
 
 pub(super) async fn pods(State(s): State<ServerState>) -> Response {
@@ -38,14 +41,14 @@ pub(super) async fn pods(State(s): State<ServerState>) -> Response {
 }
 
 pub(super) async fn healthz(State(s): State<ServerState>) -> Response {
-    match s.pleg.check() {
-        Ok(()) => "ok".into_response(),
-        Err(reason) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("[-]pleg failed: {reason}\nhealthz check failed\n"),
-        )
-            .into_response(),
+    let failed: String = [("syncloop", s.sync_loop.check()), ("pleg", s.pleg.check())]
+        .into_iter()
+        .filter_map(|(name, r)| r.err().map(|reason| format!("[-]{name} failed: {reason}\n")))
+        .collect();
+    if failed.is_empty() {
+        return "ok".into_response();
     }
+    (StatusCode::INTERNAL_SERVER_ERROR, format!("{failed}healthz check failed\n")).into_response()
 }
 
 pub(super) async fn manifests(State(s): State<ServerState>) -> Response {
