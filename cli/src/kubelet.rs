@@ -178,7 +178,8 @@ fn cell(v: &Value) -> String {
     }
 }
 
-/// `FILE STATE POD REASON`: each file of the manifest and static config directories.
+/// `FILE STATE POD REASON`: each file of the manifest and static config directories; who else
+/// could change a file follows its reason as `warning: …`.
 fn manifest_lines(files: &Value) -> Vec<Vec<String>> {
     let mut lines = vec![vec!["FILE".into(), "STATE".into(), "POD".into(), "REASON".into()]];
     for m in files.as_array().into_iter().flatten() {
@@ -194,7 +195,12 @@ fn manifest_lines(files: &Value) -> Vec<Vec<String>> {
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| "<none>".into()),
         };
-        lines.push(vec![cell(&m["file"]), state, pod, cell(&m["reason"])]);
+        let reason = match (m["reason"].as_str(), m["warning"].as_str()) {
+            (Some(r), Some(w)) => format!("{r}; warning: {w}"),
+            (None, Some(w)) => format!("warning: {w}"),
+            _ => cell(&m["reason"]),
+        };
+        lines.push(vec![cell(&m["file"]), state, pod, reason]);
     }
     lines
 }
@@ -228,6 +234,8 @@ mod tests {
             {"file": "/etc/kubernetes/manifests/bad.yaml", "state": "rejected", "reason": "spec.containers: Required value",
              "runningPreviousVersion": true},
             {"file": "/etc/kubernetes/static-config/cm.yaml", "state": "accepted", "objects": ["configMap default/a"]},
+            {"file": "/etc/kubernetes/manifests/open.yaml", "state": "accepted", "pod": "default/open-node-a",
+             "warning": "world-writable (mode 0646)"},
         ]);
         let lines = manifest_lines(&files);
         assert_eq!(
@@ -244,6 +252,7 @@ mod tests {
             ]
         );
         assert_eq!(lines[3][2], "configMap default/a");
+        assert_eq!(lines[4][3], "warning: world-writable (mode 0646)");
     }
 
     #[test]

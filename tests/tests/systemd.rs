@@ -4,6 +4,7 @@
 //! at half the timeout, and says `STOPPING=1` on SIGTERM; a timeout systemd could not be pinged
 //! within is refused at start. (A stalled sync loop stopping the pings is shown under paused time
 //! in `kubelet::watchdog`'s tests: the threshold is upstream's five minutes.)
+//! `hack/install.sh` stages the binary, unit, config and root-only directories.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -116,4 +117,50 @@ async fn the_kubelet_says_ready_pings_the_watchdog_at_half_its_timeout_and_says_
     let status = kubelet.wait().unwrap();
     assert!(status.success(), "{status:?}");
     cri.shutdown().await.unwrap();
+}
+
+#[test]
+fn install_sh_puts_the_binary_unit_config_and_root_only_manifest_directories_in_place() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dest = tempfile::tempdir().unwrap();
+    // An existing manifest directory left group-writable is tightened.
+    std::fs::create_dir_all(dest.path().join("etc/kubernetes/manifests")).unwrap();
+    let loose = std::fs::Permissions::from_mode(0o775);
+    std::fs::set_permissions(dest.path().join("etc/kubernetes/manifests"), loose).unwrap();
+    let out = Command::new(workspace_root().join("hack/install.sh"))
+        .env("DESTDIR", dest.path())
+        .env("KUBELET_BIN", kubelet_binary().unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mode = |p: &str| {
+        let m = std::fs::metadata(dest.path().join(p)).unwrap();
+        (m.mode() & 0o7777, m.uid())
+    };
+    assert_eq!(mode("usr/local/bin/kubelet"), (0o755, 0));
+    assert_eq!(mode("etc/systemd/system/kubelet.service"), (0o644, 0));
+    assert_eq!(mode("etc/kubernetes/kubelet.yaml"), (0o600, 0));
+    assert_eq!(mode("etc/kubernetes/manifests"), (0o700, 0));
+    assert_eq!(mode("etc/kubernetes/static-config"), (0o700, 0));
+    // The staged unit, pointed at the staged binary, passes systemd's own check.
+    let unit = std::fs::read_to_string(dest.path().join("etc/systemd/system/kubelet.service"))
+        .unwrap()
+        .replace(
+            "/usr/local/bin/kubelet",
+            &dest.path().join("usr/local/bin/kubelet").display().to_string(),
+        );
+    let path = dest.path().join("kubelet.service");
+    std::fs::write(&path, unit).unwrap();
+    let verify = Command::new("systemd-analyze").arg("verify").arg(&path).output().unwrap();
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+    // A second run keeps the operator's config.
+    std::fs::write(dest.path().join("etc/kubernetes/kubelet.yaml"), "# mine\n").unwrap();
+    let again = Command::new(workspace_root().join("hack/install.sh"))
+        .env("DESTDIR", dest.path())
+        .env("KUBELET_BIN", kubelet_binary().unwrap())
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let config = std::fs::read_to_string(dest.path().join("etc/kubernetes/kubelet.yaml")).unwrap();
+    assert_eq!(config, "# mine\n");
 }

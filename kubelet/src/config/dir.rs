@@ -8,6 +8,10 @@
 //! - a file that turns bad keeps its last good content until a valid version arrives, and the
 //!   rejection is reported once (log and event), not at every rescan.
 //!
+//! - a directory or file that other users could change (group- or world-writable, or not owned
+//!   by root, CIS Kubernetes Benchmark 4.1.x: whoever can write it decides what runs as root)
+//!   is warned about when read (log and event) and in `/manifests`, and still read.
+//!
 //! What a file holds is the caller's: [`DirFiles::load`] takes the function that reads one.
 
 use std::collections::{BTreeMap, HashSet};
@@ -17,6 +21,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::events::{ObjectRef, Recorder};
+
+/// The event reason for a directory or file others could change (ours).
+pub const INSECURE: &str = "InsecurePermissions";
 
 /// Why a file in a watched directory is not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -83,6 +90,9 @@ pub struct ManifestReport {
     /// objects served).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub running_previous_version: bool,
+    /// Who else could change the file or its directory, when anyone could.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 impl ManifestReport {
@@ -94,6 +104,7 @@ impl ManifestReport {
             objects: Vec::new(),
             reason: None,
             running_previous_version: false,
+            warning: None,
         }
     }
 }
@@ -109,7 +120,28 @@ pub struct Fingerprint {
     uid: u32,
 }
 
+/// Who besides root could change a file or directory with this mode and owner, if anyone.
+pub fn insecurity(mode: u32, uid: u32) -> Option<String> {
+    let mut why = Vec::new();
+    if mode & 0o022 != 0 {
+        let who = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+            (true, true) => "group- and world-writable",
+            (true, false) => "group-writable",
+            _ => "world-writable",
+        };
+        why.push(format!("{who} (mode {:04o})", mode & 0o7777));
+    }
+    if uid != 0 {
+        why.push(format!("owned by uid {uid}, not root"));
+    }
+    (!why.is_empty()).then(|| why.join(", "))
+}
+
 impl Fingerprint {
+    fn insecurity(&self) -> Option<String> {
+        insecurity(self.mode, self.uid)
+    }
+
     fn of(m: &std::fs::Metadata) -> Self {
         Self {
             mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
@@ -159,6 +191,8 @@ pub struct DirFiles<T> {
     recorder: Recorder,
     reasons: Reasons,
     missing_reported: bool,
+    /// Who else could change the directory (checked at each rescan, warned about on change).
+    dir_insecurity: Option<String>,
 }
 
 impl<T> DirFiles<T> {
@@ -171,6 +205,7 @@ impl<T> DirFiles<T> {
             recorder,
             reasons,
             missing_reported: false,
+            dir_insecurity: None,
         }
     }
 
@@ -226,6 +261,11 @@ impl<T> DirFiles<T> {
             Some(Entry::Rejected { print: Some(p), .. }) if *p == print => return,
             _ => {}
         }
+        if let Some(why) = print.insecurity() {
+            let message = format!("{why}: others can change what this node runs");
+            tracing::warn!(file = %path.display(), "{message}");
+            self.recorder.warning(&ObjectRef::file(path), INSECURE, message);
+        }
         match read(path, &meta) {
             Ok(value) => {
                 let order = match self.entries.get(path) {
@@ -271,6 +311,7 @@ impl<T> DirFiles<T> {
         let listing = match std::fs::read_dir(&self.dir) {
             Ok(l) => {
                 self.missing_reported = false;
+                self.check_dir();
                 l
             }
             Err(e) => {
@@ -300,6 +341,36 @@ impl<T> DirFiles<T> {
             if !self.writing.contains(&p) {
                 self.load(&p, read);
             }
+        }
+    }
+
+    /// Warns when the directory becomes changeable by others (and once at start).
+    fn check_dir(&mut self) {
+        let now = std::fs::metadata(&self.dir).ok().and_then(|m| insecurity(m.mode(), m.uid()));
+        if now != self.dir_insecurity
+            && let Some(why) = &now
+        {
+            let message =
+                format!("the {} {why}: others can change what this node runs", self.reasons.what);
+            tracing::warn!(dir = %self.dir.display(), "{message}");
+            self.recorder.warning(&ObjectRef::file(&self.dir), INSECURE, message);
+        }
+        self.dir_insecurity = now;
+    }
+
+    /// Sets each report's warning: its file's, and the directory's.
+    pub fn annotate(&self, reports: &mut [ManifestReport]) {
+        for r in reports {
+            let path = Path::new(&r.file);
+            let file = match self.entries.get(path) {
+                Some(
+                    Entry::Accepted { print, .. } | Entry::Rejected { print: Some(print), .. },
+                ) => print.insecurity(),
+                _ => None,
+            };
+            let dir = self.dir_insecurity.as_ref().map(|why| format!("its directory is {why}"));
+            let all: Vec<String> = file.into_iter().chain(dir).collect();
+            r.warning = (!all.is_empty()).then(|| all.join("; "));
         }
     }
 

@@ -148,6 +148,7 @@ impl ManifestDir {
         }
         let mut reports: Vec<ManifestReport> = reports.into_values().collect();
         reports.sort_by(|a, b| a.file.cmp(&b.file));
+        self.files.annotate(&mut reports);
         (pods, reports)
     }
 }
@@ -260,6 +261,56 @@ mod tests {
             bad.reason.as_ref().unwrap().contains("bad.yaml")
                 && bad.reason.as_ref().unwrap().contains("spec.containers: Required value")
         );
+    }
+
+    #[test]
+    fn files_and_directories_others_could_change_are_warned_about_and_still_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let set = |p: &Path, mode: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        let me = nix::unistd::Uid::current().as_raw();
+        let owner = |uid: u32| (uid != 0).then(|| format!("owned by uid {uid}, not root"));
+        assert_eq!(super::super::dir::insecurity(0o100600, 0), None);
+        assert_eq!(
+            super::super::dir::insecurity(0o100666, 0).as_deref(),
+            Some("group- and world-writable (mode 0666)")
+        );
+        assert_eq!(
+            super::super::dir::insecurity(0o40775, 1000).as_deref(),
+            Some("group-writable (mode 0775), owned by uid 1000, not root")
+        );
+
+        let tmp = tempfile::tempdir().unwrap();
+        let (d, f) = (tmp.path(), tmp.path().join("web.yaml"));
+        set(d, 0o700);
+        std::fs::write(&f, pod("web")).unwrap();
+        set(&f, 0o600);
+        let recorder = Recorder::default();
+        let mut m = ManifestDir::new(d.to_path_buf(), "n".into(), recorder.clone());
+        m.rescan();
+        assert_eq!(state_of(&m.desired().1, "web.yaml").warning, owner(me), "as it should be");
+
+        set(&f, 0o666);
+        set(d, 0o777);
+        m.rescan();
+        let (pods, reports) = m.desired();
+        assert_eq!(pods.len(), 1, "still read");
+        let warning = state_of(&reports, "web.yaml").warning.clone().unwrap();
+        assert!(
+            warning.starts_with("group- and world-writable (mode 0666)")
+                && warning.contains("its directory is group- and world-writable (mode 0777)"),
+            "{warning}"
+        );
+        let insecure: Vec<_> = recorder
+            .list()
+            .into_iter()
+            .filter(|e| e.reason == super::super::dir::INSECURE)
+            .collect();
+        assert_eq!(insecure.len(), 2, "one for the file, one for the directory: {insecure:?}");
+        m.rescan();
+        let again = recorder.list().iter().filter(|e| e.reason == "InsecurePermissions").count();
+        assert_eq!(again, 2, "warned once, not at every rescan");
     }
 
     #[test]

@@ -163,6 +163,8 @@ impl StaticConfigDir {
             }
         }
         self.served = published.objects.clone();
-        (published, reports.into_values().collect())
+        let mut reports: Vec<ManifestReport> = reports.into_values().collect();
+        self.files.annotate(&mut reports);
+        (published, reports)
     }
 }
