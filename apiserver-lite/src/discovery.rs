@@ -63,6 +63,8 @@ fn subresource_kind(r: &ResourceType, sub: &str) -> (String, String, &'static st
     match sub {
         "scale" => ("autoscaling".into(), "v1".into(), "Scale"),
         "binding" => (String::new(), "v1".into(), "Binding"),
+        // Upstream's `EvictionREST` reports `policy/v1` (and accepts `policy/v1beta1` too).
+        "eviction" => ("policy".into(), "v1".into(), "Eviction"),
         "portforward" => (String::new(), "v1".into(), "PodPortForwardOptions"),
         "token" => ("authentication.k8s.io".into(), "v1".into(), "TokenRequest"),
         _ => (r.group.into(), r.version.into(), r.kind),
@@ -71,7 +73,7 @@ fn subresource_kind(r: &ResourceType, sub: &str) -> (String, String, &'static st
 
 fn sub_verbs(sub: &str) -> Vec<&'static str> {
     match sub {
-        "binding" | "token" => vec!["create"],
+        "binding" | "eviction" | "token" => vec!["create"],
         "log" => vec!["get"],
         "exec" | "attach" | "portforward" => vec!["create", "get"],
         "finalize" => vec!["update"],
@@ -242,6 +244,35 @@ mod tests {
         assert_eq!(
             (token["group"].as_str(), token["kind"].as_str(), &token["verbs"]),
             (Some("authentication.k8s.io"), Some("TokenRequest"), &json!(["create"]))
+        );
+        // What `kubectl drain`'s CheckEvictionSupport looks for.
+        let eviction = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "pods/eviction")
+            .unwrap();
+        assert_eq!(
+            (eviction["group"].as_str(), eviction["version"].as_str(), eviction["kind"].as_str()),
+            (Some("policy"), Some("v1"), Some("Eviction"))
+        );
+        assert_eq!(eviction["verbs"], json!(["create"]));
+        let agg = aggregated(true);
+        let pods = agg["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "pods")
+            .unwrap();
+        let sub = pods["subresources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["subresource"] == "eviction")
+            .unwrap();
+        assert_eq!(
+            sub["responseKind"],
+            json!({"group": "policy", "version": "v1", "kind": "Eviction"})
         );
         assert!(resource_list("nope", "v1").is_none());
         let agg = aggregated(false);

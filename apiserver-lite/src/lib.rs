@@ -28,6 +28,7 @@
 //! - [`reviews`]: `auth can-i` (and `--list`), SubjectAccessReview, TokenReview and `auth whoami`
 //!   answered, never stored.
 //! - [`binding`]: `pods/binding`, assigning a pod to a node.
+//! - [`eviction`]: `pods/eviction`, a pod deleted on request (no disruption budgets are served).
 
 pub mod admission;
 pub mod audit;
@@ -36,6 +37,7 @@ pub mod binding;
 pub mod certs;
 pub mod discovery;
 pub mod errors;
+pub mod eviction;
 pub mod http;
 pub mod kinds;
 pub mod list;

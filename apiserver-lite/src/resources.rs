@@ -17,7 +17,7 @@ pub struct ResourceType {
     pub namespaced: bool,
     pub short_names: &'static [&'static str],
     pub categories: &'static [&'static str],
-    /// Subresources this server implements, e.g. `status`, `scale`, `binding`.
+    /// Subresources this server implements, e.g. `status`, `scale`, `binding`, `eviction`.
     pub subresources: &'static [Subresource],
     /// What may be done to it: every verb for stored types, `create` alone for the reviews
     /// (answered, never stored; see [`crate::reviews`]).
@@ -41,6 +41,7 @@ pub enum Subresource {
     Status,
     Scale,
     Binding,
+    Eviction,
     Log,
     Exec,
     Attach,
@@ -50,10 +51,11 @@ pub enum Subresource {
 }
 
 impl Subresource {
-    const ALL: [Subresource; 9] = [
+    const ALL: [Subresource; 10] = [
         Subresource::Status,
         Subresource::Scale,
         Subresource::Binding,
+        Subresource::Eviction,
         Subresource::Log,
         Subresource::Exec,
         Subresource::Attach,
@@ -68,6 +70,7 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
             Subresource::Binding => "binding",
+            Subresource::Eviction => "eviction",
             Subresource::Log => "log",
             Subresource::Exec => "exec",
             Subresource::Attach => "attach",
@@ -141,7 +144,7 @@ pub const PODS: ResourceType = rt!(
     true,
     ["po"],
     ["all"],
-    [Status, Binding, Log, Exec, Attach, PortForward],
+    [Status, Binding, Eviction, Log, Exec, Attach, PortForward],
     &kinds::pod::STRATEGY
 );
 pub const NODES: ResourceType =

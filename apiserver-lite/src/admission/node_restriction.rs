@@ -1,9 +1,9 @@
 //! `NodeRestriction`, as upstream's `plugin/pkg/admission/noderestriction`: what the Node
 //! authorizer lets a kubelet (`system:node:<name>` in `system:nodes`) write, narrowed to what
 //! is its own. A node may create only mirror pods bound to itself, owned by its Node and
-//! naming no other API object; delete only pods bound to it; update the status of only those
-//! (labels untouched); create and update only its own Node, never with a `configSource`,
-//! never changing its taints or the `node-restriction.kubernetes.io/` labels and the
+//! naming no other API object; delete and evict only pods bound to it; update the status of
+//! only those (labels untouched); create and update only its own Node, never with a
+//! `configSource`, never changing its taints or the `node-restriction.kubernetes.io/` labels and the
 //! `kubernetes.io`/`k8s.io` labels kubelets do not own; touch only its own Lease; and request
 //! tokens only bound to its own pods. Anyone else passes untouched.
 //!
@@ -85,6 +85,10 @@ pub enum Refusal {
     DeleteElsewhere { node: String },
     #[error("node {node:?} can only update pod status for pods with spec.nodeName set to itself")]
     StatusElsewhere { node: String },
+    #[error("node {node} can only evict pods with spec.nodeName set to itself")]
+    EvictElsewhere { node: String },
+    #[error("could not determine pod from request data")]
+    EvictWhom,
     #[error("node {node:?} cannot update labels through pod status")]
     StatusLabels { node: String },
     #[error("node {node:?} cannot update resource claim statues")]
@@ -192,8 +196,24 @@ pub fn admit(
             }
             op => Err(Refusal::Operation { op: op.name() }),
         },
-        // Evictions are not served; what a node may evict is its own pods' business.
-        ("", "pods", "eviction") => Ok(()),
+        ("", "pods", "eviction") => match req.operation {
+            Operation::Create { object } => {
+                // The path's name, else the Eviction's own.
+                let name = Some(req.name)
+                    .filter(|n| !n.is_empty())
+                    .or_else(|| object["metadata"]["name"].as_str().filter(|n| !n.is_empty()))
+                    .ok_or(Refusal::EvictWhom)?;
+                let pod = objects.pod(req.namespace, name).ok_or_else(|| Refusal::NotFound {
+                    resource: &resources::PODS,
+                    name: name.to_string(),
+                })?;
+                if node_name(&pod) != node {
+                    return Err(Refusal::EvictElsewhere { node: node.to_string() });
+                }
+                Ok(())
+            }
+            op => Err(Refusal::Operation { op: op.name() }),
+        },
         ("", "pods", sub) => Err(Refusal::PodSubresource { sub: sub.to_string() }),
         ("", "nodes", _) => node_write(node, req),
         ("coordination.k8s.io", "leases", _) => {
@@ -512,6 +532,18 @@ impl<'a> NodeRestriction<'a> {
             operation: Operation::Delete,
         };
         self.check(&req, None)
+    }
+
+    /// An eviction (`pods/eviction`) of pod `name` in `ns`, `eviction` the body.
+    pub fn admit_eviction(&self, ns: &str, name: &str, eviction: &Value) -> Result<(), ApiError> {
+        let req = Request {
+            resource: &resources::PODS,
+            namespace: ns,
+            name,
+            subresource: "eviction",
+            operation: Operation::Create { object: eviction },
+        };
+        self.check(&req, Some(eviction))
     }
 
     /// A TokenRequest for the service account `name` in `ns`.

@@ -1,6 +1,6 @@
 //! The resource verbs over HTTP: the prelude every request shares (verb, options, field
 //! manager, authorization), then one handler per verb in [`verbs`](super::verbs) (`status`,
-//! `scale` and `binding` there too); `log`, `exec` and `attach` go to
+//! `scale`, `binding` and `eviction` there too); `log`, `exec` and `attach` go to
 //! [`proxy`](super::proxy), `portforward` to [`portforward`](super::portforward),
 //! `serviceaccounts/token` to [`token`](super::token), the reviews to [`reviews`].
 
@@ -12,7 +12,7 @@ use hyper::{Method, Request, Response};
 use super::ApiState;
 use super::body::{self, Body};
 use super::proxy::RemoteCommand;
-use super::verbs::{Call, binding, delete, read, scale, with_warnings, write};
+use super::verbs::{Call, binding, delete, eviction, read, scale, with_warnings, write};
 use crate::admission::node_restriction::NodeRestriction;
 use crate::auth::User;
 use crate::errors::ApiError;
@@ -126,7 +126,7 @@ pub async fn handle(
         manager: &manager,
         restriction: NodeRestriction::new(&state.registry, user),
     };
-    use Subresource::{Binding, Finalize, Scale, Status};
+    use Subresource::{Binding, Eviction, Finalize, Scale, Status};
     match (verb, name, sub) {
         (Verb::Watch, None, None) => read::watch(&c),
         (Verb::List, None, None) => read::list(&c),
@@ -134,6 +134,7 @@ pub async fn handle(
         (Verb::Get, Some(n), Some(Scale)) => scale::get(&c, n),
         (Verb::Create, None, None) => write::create(&c, incoming).await,
         (Verb::Create, Some(n), Some(Binding)) => binding::create(&c, n, incoming).await,
+        (Verb::Create, Some(n), Some(Eviction)) => eviction::create(&c, n, incoming).await,
         // A namespace's `finalize` is an update of the namespace.
         (Verb::Update, Some(n), None | Some(Status | Finalize)) => {
             write::update(&c, n, sub.filter(|s| *s == Status), incoming).await

@@ -74,6 +74,10 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> R {
         ("v1", "Event") => super::core::event(message(raw)?),
         ("v1", "Endpoints") => super::core::endpoints(message(raw)?),
         ("coordination.k8s.io/v1", "Lease") => super::coordination::lease(message(raw)?),
+        ("policy/v1", "Eviction") => super::policy::eviction(message(raw)?),
+        ("policy/v1beta1", "Eviction") => super::policy::eviction_v1beta1(message(raw)?),
+        // Registered in every group version, as client-go encodes a delete's body.
+        (_, "DeleteOptions") => super::policy::delete_options(message(raw)?),
         ("events.k8s.io/v1", "Event") => super::events::event(message(raw)?),
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
             reviews::self_subject_access_review(message(raw)?)

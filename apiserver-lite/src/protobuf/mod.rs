@@ -18,7 +18,8 @@
 //! - [`kinds`]: the dispatch by type; Jobs, CronJobs, Namespaces, ConfigMaps, Secrets, Services;
 //! - [`coordination`]: Leases; [`events`]: `events.k8s.io` Events;
 //! - [`reviews`]: the access, rules, self-subject and token reviews, and TokenRequest;
-//! - [`rbac`]: roles, cluster roles and their bindings.
+//! - [`rbac`]: roles, cluster roles and their bindings;
+//! - [`policy`]: `pods/eviction`'s Eviction and the `DeleteOptions` of an eviction or a delete.
 
 mod apps;
 mod coordination;
@@ -27,6 +28,7 @@ mod events;
 mod kinds;
 mod meta;
 mod pod;
+mod policy;
 mod rbac;
 mod reviews;
 

@@ -219,6 +219,31 @@ fn pods_bound_elsewhere_are_neither_deleted_nor_given_status() {
 }
 
 #[test]
+fn a_node_evicts_only_pods_bound_to_it() {
+    let objects = objects();
+    let a = node_user("a");
+    let nr = NodeRestriction::over(&objects, &a, true);
+    let eviction = |name: &str| json!({"metadata": {"name": name, "namespace": "d"}});
+    assert!(nr.admit_eviction("d", "web", &eviction("web")).is_ok());
+    assert_eq!(
+        message(nr.admit_eviction("d", "other", &eviction("other"))),
+        "pods \"other\" is forbidden: node a can only evict pods with spec.nodeName set to itself"
+    );
+    // The body's name when the path has none.
+    assert!(nr.admit_eviction("d", "", &eviction("web")).is_ok());
+    assert_eq!(
+        message(nr.admit_eviction("d", "", &json!({"metadata": {}}))),
+        "pods \"Unknown\" is forbidden: could not determine pod from request data"
+    );
+    let missing = nr.admit_eviction("d", "gone", &eviction("gone")).unwrap_err();
+    assert_eq!((missing.code, missing.message.as_str()), (404, "pods \"gone\" not found"));
+    // Anyone else passes untouched.
+    let admin = User { name: "admin".into(), ..User::default() };
+    let nr = NodeRestriction::over(&objects, &admin, true);
+    assert!(nr.admit_eviction("d", "other", &eviction("other")).is_ok());
+}
+
+#[test]
 fn a_node_writes_only_its_own_node_keeping_taints_and_restricted_labels() {
     let objects = objects();
     let a = node_user("a");

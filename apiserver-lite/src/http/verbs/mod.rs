@@ -6,10 +6,12 @@
 //! - [`write`]: create, update, patch and apply (of the object or its `status`);
 //! - [`delete`]: delete and deletecollection;
 //! - [`scale`]: the `scale` subresource, through the kind's strategy;
-//! - [`binding`]: a pod bound to a node (`pods/binding`).
+//! - [`binding`]: a pod bound to a node (`pods/binding`);
+//! - [`eviction`]: a pod evicted (`pods/eviction`).
 
 pub(super) mod binding;
 pub(super) mod delete;
+pub(super) mod eviction;
 pub(super) mod read;
 pub(super) mod scale;
 pub(super) mod write;

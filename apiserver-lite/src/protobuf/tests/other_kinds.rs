@@ -204,3 +204,57 @@ fn a_token_review_converts_and_managed_fields_that_are_no_json_are_refused() {
     assert_eq!(err.code, 400);
     assert!(err.message.contains("fieldsV1 of manager \"x\" is not JSON"), "{}", err.message);
 }
+
+#[test]
+fn an_eviction_as_kubectl_drain_sends_it_in_either_version() {
+    use k8s_pb::api::policy::{v1 as policy, v1beta1 as policy_beta};
+    let metadata = Some(meta::ObjectMeta {
+        name: Some("web-1".into()),
+        namespace: Some("default".into()),
+        ..Default::default()
+    });
+    let delete_options = Some(meta::DeleteOptions {
+        grace_period_seconds: Some(0),
+        preconditions: Some(meta::Preconditions {
+            uid: Some("u-1".into()),
+            resource_version: None,
+        }),
+        dry_run: vec!["All".into()],
+        ..Default::default()
+    });
+    let want = json!({"metadata": {"name": "web-1", "namespace": "default"},
+                      "deleteOptions": {"gracePeriodSeconds": 0, "preconditions": {"uid": "u-1"},
+                                        "dryRun": ["All"]}});
+    let e = policy::Eviction { metadata: metadata.clone(), delete_options: delete_options.clone() };
+    let v = decode(&envelope("policy/v1", "Eviction", e.encode_to_vec())).unwrap();
+    reads_back_as::<k8s_openapi::api::policy::v1::Eviction>(&v);
+    let mut fields = v.as_object().unwrap().clone();
+    assert_eq!(
+        (fields.remove("apiVersion"), fields.remove("kind")),
+        (Some(json!("policy/v1")), Some(json!("Eviction")))
+    );
+    assert_eq!(serde_json::Value::Object(fields), want, "a pointer field keeps its zero");
+
+    let e = policy_beta::Eviction { metadata, delete_options };
+    let v = decode(&envelope("policy/v1beta1", "Eviction", e.encode_to_vec())).unwrap();
+    assert_eq!((&v["metadata"], &v["deleteOptions"]), (&want["metadata"], &want["deleteOptions"]));
+    assert_eq!(v["apiVersion"], "policy/v1beta1");
+}
+
+#[test]
+fn delete_options_convert_and_an_eviction_of_another_version_is_refused() {
+    let d = meta::DeleteOptions {
+        propagation_policy: Some("Background".into()),
+        orphan_dependents: Some(false),
+        ..Default::default()
+    };
+    let v = decode(&envelope("v1", "DeleteOptions", d.encode_to_vec())).unwrap();
+    assert_eq!(
+        v,
+        json!({"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background",
+               "orphanDependents": false})
+    );
+    reads_back_as::<k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions>(&v);
+    let err = decode(&envelope("policy/v2", "Eviction", Vec::new())).unwrap_err();
+    assert_eq!(err.code, 415, "{}", err.message);
+}
