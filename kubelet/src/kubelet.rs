@@ -182,8 +182,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         allocatable: Allocatable {
             cpu_millis: i128::try_from(machine.cpus).unwrap_or(0) * 1000,
             memory_bytes: i128::from(
-                machine.memory_bytes
-                    - config.eviction_hard.reserved(Signal::MemoryAvailable, machine.memory_bytes),
+                config.eviction_hard.allocatable(Signal::MemoryAvailable, machine.memory_bytes),
             ),
         },
     };

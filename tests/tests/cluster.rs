@@ -34,6 +34,11 @@ fn nginx_pod(node: &str) -> Pod {
     .unwrap()
 }
 
+/// A capacity or allocatable list's memory, in bytes.
+fn memory(of: &std::collections::BTreeMap<String, Quantity>) -> i128 {
+    api::quantity::Quantity::parse(&of["memory"].0).unwrap().value()
+}
+
 fn condition(node: &Node, type_: &str) -> Option<String> {
     let conditions = node.status.as_ref()?.conditions.as_ref()?;
     conditions.iter().find(|c| c.type_ == type_).map(|c| c.status.clone())
@@ -72,9 +77,6 @@ async fn a_joined_kubelet_registers_heartbeats_runs_bound_pods_and_confirms_thei
     // no DiskPressure however full this machine's disk; memory keeps upstream's 100Mi, held
     // back from allocatable.
     assert_eq!(condition(&node, "DiskPressure").as_deref(), Some("False"));
-    let memory = |of: &std::collections::BTreeMap<String, Quantity>| {
-        api::quantity::Quantity::parse(&of["memory"].0).unwrap().value()
-    };
     let (capacity, allocatable) =
         (status.capacity.as_ref().unwrap(), status.allocatable.as_ref().unwrap());
     assert_eq!(memory(capacity) - memory(allocatable), 100 << 20);
@@ -250,9 +252,6 @@ async fn eviction_thresholds_decide_disk_pressure_on_the_image_filesystem_and_al
     );
     assert_eq!(condition(&node, "MemoryPressure").as_deref(), Some("False"));
     let status = node.status.unwrap();
-    let memory = |of: &std::collections::BTreeMap<String, Quantity>| {
-        api::quantity::Quantity::parse(&of["memory"].0).unwrap().value()
-    };
     let (capacity, allocatable) = (status.capacity.unwrap(), status.allocatable.unwrap());
     assert_eq!(memory(&capacity) - memory(&allocatable), 64 << 20);
     // nodefs has no threshold here: nothing held back from ephemeral storage.

@@ -127,11 +127,14 @@ fn install_sh_puts_the_binary_unit_config_and_root_only_manifest_directories_in_
     std::fs::create_dir_all(dest.path().join("etc/kubernetes/manifests")).unwrap();
     let loose = std::fs::Permissions::from_mode(0o775);
     std::fs::set_permissions(dest.path().join("etc/kubernetes/manifests"), loose).unwrap();
-    let out = Command::new(workspace_root().join("hack/install.sh"))
-        .env("DESTDIR", dest.path())
-        .env("KUBELET_BIN", kubelet_binary().unwrap())
-        .output()
-        .unwrap();
+    let install = || {
+        Command::new(workspace_root().join("hack/install.sh"))
+            .env("DESTDIR", dest.path())
+            .env("KUBELET_BIN", kubelet_binary().unwrap())
+            .output()
+            .unwrap()
+    };
+    let out = install();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mode = |p: &str| {
         let m = std::fs::metadata(dest.path().join(p)).unwrap();
@@ -155,11 +158,7 @@ fn install_sh_puts_the_binary_unit_config_and_root_only_manifest_directories_in_
     assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
     // A second run keeps the operator's config.
     std::fs::write(dest.path().join("etc/kubernetes/kubelet.yaml"), "# mine\n").unwrap();
-    let again = Command::new(workspace_root().join("hack/install.sh"))
-        .env("DESTDIR", dest.path())
-        .env("KUBELET_BIN", kubelet_binary().unwrap())
-        .output()
-        .unwrap();
+    let again = install();
     assert!(again.status.success());
     let config = std::fs::read_to_string(dest.path().join("etc/kubernetes/kubelet.yaml")).unwrap();
     assert_eq!(config, "# mine\n");

@@ -360,6 +360,7 @@ impl<T> DirFiles<T> {
 
     /// Sets each report's warning: its file's, and the directory's.
     pub fn annotate(&self, reports: &mut [ManifestReport]) {
+        let dir = self.dir_insecurity.as_ref().map(|why| format!("its directory is {why}"));
         for r in reports {
             let path = Path::new(&r.file);
             let file = match self.entries.get(path) {
@@ -368,8 +369,7 @@ impl<T> DirFiles<T> {
                 ) => print.insecurity(),
                 _ => None,
             };
-            let dir = self.dir_insecurity.as_ref().map(|why| format!("its directory is {why}"));
-            let all: Vec<String> = file.into_iter().chain(dir).collect();
+            let all: Vec<String> = file.into_iter().chain(dir.clone()).collect();
             r.warning = (!all.is_empty()).then(|| all.join("; "));
         }
     }

@@ -178,6 +178,11 @@ impl Thresholds {
         self.get(signal).map_or(0, |v| v.amount(capacity).min(capacity))
     }
 
+    /// `capacity` less what `signal`'s threshold holds back: what pods may have.
+    pub fn allocatable(&self, signal: Signal, capacity: u64) -> u64 {
+        capacity - self.reserved(signal, capacity)
+    }
+
     /// The signals whose threshold the observations meet; a signal not observed meets none.
     pub fn met(&self, observed: &Observations) -> Vec<Signal> {
         self.hard

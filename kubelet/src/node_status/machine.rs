@@ -38,8 +38,12 @@ fn read(root: &Path, path: &str) -> String {
 
 /// A `/proc/meminfo` field in bytes.
 fn meminfo(root: &Path, field: &str) -> u64 {
-    read(root, "/proc/meminfo")
-        .lines()
+    meminfo_field(&read(root, "/proc/meminfo"), field)
+}
+
+/// A field of `/proc/meminfo`'s text, in bytes.
+fn meminfo_field(text: &str, field: &str) -> u64 {
+    text.lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
@@ -112,11 +116,12 @@ fn filesystem(dir: &Path, signals: [Signal; 2], into: &mut BTreeMap<Signal, Obse
 impl ReadingSource {
     pub fn read(&self, runtime_health: Result<(), String>) -> Readings {
         let mut observed = BTreeMap::new();
+        let mem = read(&self.root, "/proc/meminfo");
         observed.insert(
             Signal::MemoryAvailable,
             Observation {
-                available: meminfo(&self.root, "MemAvailable"),
-                capacity: meminfo(&self.root, "MemTotal"),
+                available: meminfo_field(&mem, "MemAvailable"),
+                capacity: meminfo_field(&mem, "MemTotal"),
             },
         );
         let nodefs = [Signal::NodeFsAvailable, Signal::NodeFsInodesFree];

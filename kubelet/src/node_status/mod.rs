@@ -102,11 +102,10 @@ pub fn status(
     // the hard eviction thresholds hold back, as upstream's `GetNodeAllocatableAbsolute`.
     let mut allocatable = capacity.clone();
     let hard = &facts.eviction_hard;
-    let memory =
-        machine.memory_bytes - hard.reserved(Signal::MemoryAvailable, machine.memory_bytes);
+    let memory = hard.allocatable(Signal::MemoryAvailable, machine.memory_bytes);
     allocatable.insert("memory".into(), bytes(memory));
     if ephemeral > 0 {
-        let storage = ephemeral - hard.reserved(Signal::NodeFsAvailable, ephemeral);
+        let storage = hard.allocatable(Signal::NodeFsAvailable, ephemeral);
         allocatable.insert("ephemeral-storage".into(), bytes(storage));
     }
     let mut addresses = Vec::new();
