@@ -2,7 +2,9 @@
 //! `pods/eviction` when discovery lists it (`CheckEvictionSupport`), all pods at once, each
 //! evicted (a `429` retried every 5 s), then waited for until it is gone or replaced; or with
 //! `--disable-eviction` deleted one after the other, then waited for together. `--timeout`
-//! bounds it all; `--dry-run=server` sends the requests with `dryRun` and waits for nothing.
+//! bounds it all; `--dry-run=server` sends the requests with `dryRun` and waits for nothing
+//! (kubectl v1.35 still waited for pods it had deleted with `dryRun`, which never go, until
+//! `--timeout`; later kubectl does not, and neither does this).
 
 use std::time::Duration;
 

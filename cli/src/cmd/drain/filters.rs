@@ -15,7 +15,10 @@ const DAEMON_SET_WARNING: &str = "ignoring DaemonSet-managed Pods";
 const LOCAL_STORAGE_FATAL: &str =
     "Pods with local storage (use --delete-emptydir-data to override)";
 const LOCAL_STORAGE_WARNING: &str = "deleting Pods with local storage";
-const UNMANAGED_FATAL: &str = "Pods that declare no controller (use --force to override)";
+// kubectl v1.35's words: its refusal reads `cannot delete cannot delete Pods that declare no
+// controller …` (the repetition went away after v1.35).
+const UNMANAGED_FATAL: &str =
+    "cannot delete Pods that declare no controller (use --force to override)";
 const UNMANAGED_WARNING: &str = "deleting Pods that declare no controller";
 const MIRROR: &str = "kubernetes.io/config.mirror";
 

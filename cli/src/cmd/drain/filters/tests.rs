@@ -84,7 +84,9 @@ fn bare_pods_are_refused_unless_forced() {
     let plan = filter(vec![pod("solo")], &BTreeMap::new(), &Options::default(), now());
     assert_eq!(
         plan.errors(),
-        ["cannot delete Pods that declare no controller (use --force to override): d/solo"]
+        [
+            "cannot delete cannot delete Pods that declare no controller (use --force to override): d/solo"
+        ]
     );
     assert!(plan.pods().is_empty());
     let force = Options { force: true, ..Options::default() };
@@ -140,7 +142,7 @@ fn refusals_and_warnings_are_grouped_by_message() {
     assert_eq!(
         plan.errors(),
         [
-            "cannot delete Pods that declare no controller (use --force to override): d/a, d/b",
+            "cannot delete cannot delete Pods that declare no controller (use --force to override): d/a, d/b",
             "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): d/agent-1",
         ]
     );
