@@ -52,6 +52,10 @@ pub enum CliError {
     /// line (without `error: `) and exits with the same code.
     #[error("command terminated with exit code {0}")]
     Exit(u8),
+    /// A message kubectl prints as it is, without `error: ` (its `MultipleErrors` of an
+    /// aggregate: `drain`'s refusals, one a line).
+    #[error("{0}")]
+    Plain(String),
     /// Several errors, reported together at the end (one per document or object).
     #[error("{}", join(.0))]
     Many(Vec<CliError>),
@@ -130,6 +134,15 @@ impl CliError {
 
     pub fn is_not_found(&self) -> bool {
         self.status().is_some_and(|s| s.code == 404)
+    }
+
+    /// What Go's `err.Error()` says of it, as kubectl embeds an error in a message of its own:
+    /// a server's message alone, else ours.
+    pub fn go_message(&self) -> String {
+        match self.status() {
+            Some(s) => s.message.clone(),
+            None => self.to_string(),
+        }
     }
 }
 

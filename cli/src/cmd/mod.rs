@@ -11,6 +11,8 @@ pub mod cp;
 pub mod create;
 pub mod delete;
 pub mod describe;
+pub mod drain;
+pub mod dryrun;
 pub mod exec;
 pub mod get;
 pub mod label;
@@ -80,6 +82,8 @@ enum Command {
     Cordon(cordon::Args),
     /// Mark node as schedulable.
     Uncordon(cordon::Args),
+    /// Drain node in preparation for maintenance.
+    Drain(drain::Args),
     /// Inspect authorization.
     Auth(auth::Args),
     /// Modify kubeconfig files.
@@ -156,6 +160,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Wait(a) => wait::run(f, a).await,
         Command::Cordon(a) => cordon::run(f, a, true).await,
         Command::Uncordon(a) => cordon::run(f, a, false).await,
+        Command::Drain(a) => drain::run(f, a).await,
         Command::Auth(a) => auth::run(f, a).await,
         Command::Config(a) => config::run(f, a).await,
         Command::Version(a) => version::run(f, a).await,
