@@ -65,6 +65,7 @@ fn subresource_kind(r: &ResourceType, sub: &str) -> (String, String, &'static st
         "binding" => (String::new(), "v1".into(), "Binding"),
         "portforward" => (String::new(), "v1".into(), "PodPortForwardOptions"),
         "token" => ("authentication.k8s.io".into(), "v1".into(), "TokenRequest"),
+        "proxy" => (String::new(), "v1".into(), "NodeProxyOptions"),
         _ => (r.group.into(), r.version.into(), r.kind),
     }
 }
@@ -75,6 +76,7 @@ fn sub_verbs(sub: &str) -> Vec<&'static str> {
         "log" => vec!["get"],
         "exec" | "attach" | "portforward" => vec!["create", "get"],
         "finalize" => vec!["update"],
+        "proxy" => vec!["create", "delete", "get", "patch", "update"],
         _ => vec!["get", "patch", "update"],
     }
 }

@@ -47,10 +47,12 @@ pub enum Subresource {
     PortForward,
     Finalize,
     Token,
+    /// `nodes/proxy`: requests passed to the node's kubelet.
+    Proxy,
 }
 
 impl Subresource {
-    const ALL: [Subresource; 9] = [
+    const ALL: [Subresource; 10] = [
         Subresource::Status,
         Subresource::Scale,
         Subresource::Binding,
@@ -60,6 +62,7 @@ impl Subresource {
         Subresource::PortForward,
         Subresource::Finalize,
         Subresource::Token,
+        Subresource::Proxy,
     ];
 
     /// Its path segment: `status`, `portforward`.
@@ -74,6 +77,7 @@ impl Subresource {
             Subresource::PortForward => "portforward",
             Subresource::Finalize => "finalize",
             Subresource::Token => "token",
+            Subresource::Proxy => "proxy",
         }
     }
 
@@ -144,8 +148,18 @@ pub const PODS: ResourceType = rt!(
     [Status, Binding, Log, Exec, Attach, PortForward],
     &kinds::pod::STRATEGY
 );
-pub const NODES: ResourceType =
-    rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], [Status], &kinds::node::STRATEGY);
+pub const NODES: ResourceType = rt!(
+    "",
+    "v1",
+    "nodes",
+    "node",
+    "Node",
+    false,
+    ["no"],
+    [],
+    [Status, Proxy],
+    &kinds::node::STRATEGY
+);
 pub const EVENTS: ResourceType =
     rt!("", "v1", "events", "event", "Event", true, ["ev"], [], [], &kinds::event::STRATEGY);
 pub const SERVICES: ResourceType = rt!(

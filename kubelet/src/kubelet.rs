@@ -35,6 +35,7 @@ use crate::pod_workers::{PodWorkers, WorkQueue, WorkerContext};
 use crate::prober::{ProbeManager, ProbeResults, ProberContext};
 use crate::runtime::{RuntimeConfig, RuntimeManager};
 use crate::server::{self, ServerState};
+use crate::stats::StatsProvider;
 use crate::status::StatusManager;
 use crate::status::sync::StatusSync;
 use crate::sync_loop::{Inputs, SyncLoop};
@@ -252,16 +253,28 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, child.clone()));
     tasks.spawn(trim_periodically(child.clone()));
 
+    let readings = ReadingSource {
+        root: "/".into(),
+        kubelet_dir: config.root_dir.clone(),
+        image_fs_dir: image_fs_dir(&cri).await,
+    };
+    let stats = Arc::new(StatsProvider::new(
+        cri.clone(),
+        config.node_name.clone(),
+        readings.clone(),
+        config.pod_logs_dir.clone(),
+    ));
     let state = ServerState {
         statuses: statuses.clone(),
         manifests: manifests_rx,
         static_config: static_config_rx,
         recorder: recorder.clone(),
         pleg: pleg_health.clone(),
+        stats,
     };
     if config.read_only_port != 0 {
         let listener = server::bind(SocketAddr::new(config.address, config.read_only_port)).await?;
-        tracing::info!(addr = ?listener.local_addr().ok(), "serving the read-only API (/pods, /healthz, /manifests, /events)");
+        tracing::info!(addr = ?listener.local_addr().ok(), "serving the read-only API (/pods, /healthz, /stats/summary, /metrics/resource, /manifests, /events)");
         tasks.spawn(server::serve(
             listener,
             server::read_only_router(state.clone()),
@@ -298,11 +311,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
                 eviction_hard: config.eviction_hard.clone(),
             },
             machine,
-            readings: ReadingSource {
-                root: "/".into(),
-                kubelet_dir: config.root_dir.clone(),
-                image_fs_dir: image_fs_dir(&cri).await,
-            },
+            readings,
             pleg: pleg_health.clone(),
             update_frequency: config.node_status_update_frequency,
             report_frequency: config.node_status_report_frequency,
