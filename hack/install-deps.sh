@@ -11,6 +11,7 @@ PACKAGES=(
   docker-registry             # loopback OCI registry for the image-pull path
   skopeo                      # pushes our OCI archives into that registry
   etcd-server                 # the API store for more than one apiserver (later issues)
+  prometheus                  # promtool: tests check the kubelet's metrics with `promtool check metrics`
   iptables                    # CNI bridge/portmap program it
   iproute2                    # tests check for leaked interfaces with `ip`
   protobuf-compiler           # protoc, for crates that build protobuf code
@@ -42,7 +43,7 @@ fi
 
 # Debian's packages enable system services; the tests start private instances on their own
 # sockets and ports, so the system-wide ones are stopped to keep ports and state free.
-for svc in containerd docker-registry etcd; do
+for svc in containerd docker-registry etcd prometheus; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl disable --now "$svc" >/dev/null 2>&1 || true
   fi

@@ -67,6 +67,7 @@ fn subresource_kind(r: &ResourceType, sub: &str) -> (String, String, &'static st
         "eviction" => ("policy".into(), "v1".into(), "Eviction"),
         "portforward" => (String::new(), "v1".into(), "PodPortForwardOptions"),
         "token" => ("authentication.k8s.io".into(), "v1".into(), "TokenRequest"),
+        "proxy" => (String::new(), "v1".into(), "NodeProxyOptions"),
         _ => (r.group.into(), r.version.into(), r.kind),
     }
 }
@@ -77,6 +78,7 @@ fn sub_verbs(sub: &str) -> Vec<&'static str> {
         "log" => vec!["get"],
         "exec" | "attach" | "portforward" => vec!["create", "get"],
         "finalize" => vec!["update"],
+        "proxy" => vec!["create", "delete", "get", "patch", "update"],
         _ => vec!["get", "patch", "update"],
     }
 }

@@ -77,6 +77,8 @@ fn resource_route(group: &str, version: &str, rest: &[&str]) -> Result<Route, Ap
         [r] => (*r, None, None),
         [r, n] => (*r, Some(*n), None),
         [r, n, s] => (*r, Some(*n), Some(*s)),
+        // A proxy's path goes on past the subresource; the handler reads it from the URI.
+        [r, n, s @ "proxy", _, ..] => (*r, Some(*n), Some(*s)),
         _ => return Err(ApiError::path_not_found()),
     };
     let resource =

@@ -48,10 +48,12 @@ pub enum Subresource {
     PortForward,
     Finalize,
     Token,
+    /// `nodes/proxy`: requests passed to the node's kubelet.
+    Proxy,
 }
 
 impl Subresource {
-    const ALL: [Subresource; 10] = [
+    const ALL: [Subresource; 11] = [
         Subresource::Status,
         Subresource::Scale,
         Subresource::Binding,
@@ -62,6 +64,7 @@ impl Subresource {
         Subresource::PortForward,
         Subresource::Finalize,
         Subresource::Token,
+        Subresource::Proxy,
     ];
 
     /// Its path segment: `status`, `portforward`.
@@ -77,6 +80,7 @@ impl Subresource {
             Subresource::PortForward => "portforward",
             Subresource::Finalize => "finalize",
             Subresource::Token => "token",
+            Subresource::Proxy => "proxy",
         }
     }
 
@@ -147,8 +151,18 @@ pub const PODS: ResourceType = rt!(
     [Status, Binding, Eviction, Log, Exec, Attach, PortForward],
     &kinds::pod::STRATEGY
 );
-pub const NODES: ResourceType =
-    rt!("", "v1", "nodes", "node", "Node", false, ["no"], [], [Status], &kinds::node::STRATEGY);
+pub const NODES: ResourceType = rt!(
+    "",
+    "v1",
+    "nodes",
+    "node",
+    "Node",
+    false,
+    ["no"],
+    [],
+    [Status, Proxy],
+    &kinds::node::STRATEGY
+);
 pub const EVENTS: ResourceType =
     rt!("", "v1", "events", "event", "Event", true, ["ev"], [], [], &kinds::event::STRATEGY);
 pub const SERVICES: ResourceType = rt!(

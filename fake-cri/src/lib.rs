@@ -14,6 +14,7 @@
 //! - `records`: records by id with truncated-id lookup and a label index.
 //! - `service`: the gRPC trait implementations (faults, then the operation).
 //! - `logs`: CRI-format log lines.
+//! - `stats`: `ListContainerStats` and `ListPodSandboxStats` from the [`Usage`] tests set.
 
 mod images;
 mod ipam;
@@ -23,6 +24,7 @@ mod records;
 mod rpc;
 mod runtime;
 mod service;
+mod stats;
 mod store;
 
 use std::path::Path;
@@ -40,6 +42,7 @@ pub use ipam::{InvalidCidr, PodCidr};
 pub use logs::rfc3339_nanos;
 pub use program::{ExecHandler, ExecOutcome, Match, OnSigterm, Program, Stream};
 pub use rpc::Rpc;
+pub use stats::Usage;
 
 /// How many container events a slow `GetContainerEvents` reader may fall behind before it
 /// misses some.
@@ -147,6 +150,14 @@ impl FakeRuntime {
     /// `password` from now on, as from a registry with basic authentication.
     pub fn require_auth(&self, domain: &str, username: &str, password: &str) {
         lock(&self.inner.images).protect(domain, username, password);
+    }
+
+    /// From now on container `id` (or a unique prefix) reports `usage` in CRI stats. False if
+    /// there is no such container.
+    pub fn set_usage(&self, id: &str, usage: Usage) -> bool {
+        let mut store = lock(&self.inner.store);
+        let Some(id) = store.containers.resolve(id).map(str::to_string) else { return false };
+        store.containers.get_mut(&id).map(|c| c.usage = usage).is_some()
     }
 
     /// Every container, in any state (what `crictl ps -a` shows).

@@ -22,6 +22,7 @@ pub enum Rpc {
     Status,
     GetContainerEvents,
     ListContainerStats,
+    ListPodSandboxStats,
     ListImages,
     ImageStatus,
     PullImage,

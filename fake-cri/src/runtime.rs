@@ -220,6 +220,7 @@ impl FakeRuntime {
             log_path,
             reserved_name,
             program,
+            usage: Default::default(),
             exited: Arc::new(Notify::new()),
         });
         self.emit(&store, &id, &sandbox_id, cri::ContainerEventType::ContainerCreatedEvent);

@@ -196,10 +196,11 @@ impl RuntimeService for FakeRuntime {
 
     async fn list_container_stats(
         &self,
-        _: Request<cri::ListContainerStatsRequest>,
+        r: Request<cri::ListContainerStatsRequest>,
     ) -> Reply<cri::ListContainerStatsResponse> {
         self.gate(Rpc::ListContainerStats).await?;
-        Ok(Response::new(cri::ListContainerStatsResponse { stats: Vec::new() }))
+        let stats = lock(&self.inner.store).container_stats(r.get_ref().filter.as_ref());
+        Ok(Response::new(cri::ListContainerStatsResponse { stats }))
     }
 
     async fn pod_sandbox_stats(
@@ -211,9 +212,11 @@ impl RuntimeService for FakeRuntime {
 
     async fn list_pod_sandbox_stats(
         &self,
-        _: Request<cri::ListPodSandboxStatsRequest>,
+        r: Request<cri::ListPodSandboxStatsRequest>,
     ) -> Reply<cri::ListPodSandboxStatsResponse> {
-        unimplemented("ListPodSandboxStats")
+        self.gate(Rpc::ListPodSandboxStats).await?;
+        let stats = lock(&self.inner.store).sandbox_stats(r.get_ref().filter.as_ref());
+        Ok(Response::new(cri::ListPodSandboxStatsResponse { stats }))
     }
 
     async fn update_runtime_config(
@@ -352,7 +355,7 @@ impl ImageService for FakeRuntime {
         self.gate(Rpc::ImageFsInfo).await?;
         let usage = cri::FilesystemUsage {
             timestamp: now_ns(),
-            fs_id: Some(cri::FilesystemIdentifier { mountpoint: "/fake-cri/images".into() }),
+            fs_id: Some(cri::FilesystemIdentifier { mountpoint: crate::stats::IMAGE_FS.into() }),
             used_bytes: Some(cri::UInt64Value { value: 0 }),
             inodes_used: Some(cri::UInt64Value { value: 0 }),
         };

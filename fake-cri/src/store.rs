@@ -77,6 +77,8 @@ pub(crate) struct Container {
     pub log_path: Option<PathBuf>,
     pub reserved_name: String,
     pub program: Program,
+    /// What it has used, as a test set it (`FakeRuntime::set_usage`).
+    pub usage: crate::stats::Usage,
     /// Woken whenever the container leaves `Running`.
     pub exited: Arc<Notify>,
 }

@@ -471,3 +471,64 @@ async fn a_runtime_without_cri_version_is_refused_at_connect() {
     assert!(matches!(err, ConnectError::NotCri { .. }), "{err:?}");
     assert!(err.to_string().contains("does not implement runtime.v1.RuntimeService"), "{err}");
 }
+
+#[tokio::test]
+async fn stats_report_running_containers_with_the_usage_tests_set_and_pods_as_their_sums() {
+    let rig = Rig::new().await;
+    let a = rig.sandbox("a").await;
+    let one = rig.run(&a, "one").await;
+    let two = rig.run(&a, "two").await;
+    let _created = rig.create(&a, "three").await.unwrap();
+    let usage = |cpu, ws| fake_cri::Usage {
+        cpu_core_nanos: cpu,
+        memory_working_set_bytes: ws,
+        memory_usage_bytes: ws * 2,
+        ..Default::default()
+    };
+    assert!(rig.fake().set_usage(&one[..12], usage(1_000, 10)));
+    assert!(rig.fake().set_usage(&two, usage(2_000, 20)));
+    assert!(!rig.fake().set_usage("nope", usage(1, 1)));
+
+    let listed = rig
+        .client
+        .list_container_stats(cri::ListContainerStatsRequest { filter: None })
+        .await
+        .unwrap()
+        .stats;
+    let mut seen: Vec<(String, u64, Option<u64>)> = listed
+        .iter()
+        .map(|s| {
+            let cpu = s.cpu.as_ref().unwrap();
+            (
+                s.attributes.as_ref().unwrap().id.clone(),
+                cpu.usage_core_nano_seconds.as_ref().unwrap().value,
+                cpu.usage_nano_cores.as_ref().map(|v| v.value),
+            )
+        })
+        .collect();
+    seen.sort();
+    let mut want = vec![(one.clone(), 1_000, None), (two.clone(), 2_000, None)];
+    want.sort();
+    assert_eq!(seen, want, "running containers only, usageNanoCores left to the kubelet");
+
+    let pods = rig
+        .client
+        .list_pod_sandbox_stats(cri::ListPodSandboxStatsRequest { filter: None })
+        .await
+        .unwrap()
+        .stats;
+    assert_eq!(pods.len(), 1);
+    let linux = pods[0].linux.as_ref().unwrap();
+    assert_eq!(linux.cpu.as_ref().unwrap().usage_core_nano_seconds.as_ref().unwrap().value, 3_000);
+    assert_eq!(linux.memory.as_ref().unwrap().working_set_bytes.as_ref().unwrap().value, 30);
+    assert_eq!(linux.containers.len(), 2);
+
+    // A fault reaches the client as the runtime's status.
+    rig.fake().fail_next(Rpc::ListPodSandboxStats, tonic::Status::unimplemented("old runtime"));
+    let err = rig
+        .client
+        .list_pod_sandbox_stats(cri::ListPodSandboxStatsRequest { filter: None })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unimplemented);
+}

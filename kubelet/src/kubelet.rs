@@ -35,6 +35,7 @@ use crate::pod_workers::{PodWorkers, WorkQueue, WorkerContext};
 use crate::prober::{ProbeManager, ProbeResults, ProberContext};
 use crate::runtime::{RuntimeConfig, RuntimeManager};
 use crate::server::{self, ServerState};
+use crate::stats::StatsProvider;
 use crate::status::StatusManager;
 use crate::status::sync::StatusSync;
 use crate::sync_loop::{Inputs, SyncLoop};
@@ -254,6 +255,17 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     tasks.spawn(trim_periodically(child.clone()));
 
     let sync_loop_health = Arc::new(SyncLoopHealth::new(config.sync_frequency));
+    let readings = ReadingSource {
+        root: "/".into(),
+        kubelet_dir: config.root_dir.clone(),
+        image_fs_dir: image_fs_dir(&cri).await,
+    };
+    let stats = Arc::new(StatsProvider::new(
+        cri.clone(),
+        config.node_name.clone(),
+        readings.clone(),
+        config.pod_logs_dir.clone(),
+    ));
     let state = ServerState {
         statuses: statuses.clone(),
         manifests: manifests_rx,
@@ -261,10 +273,11 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         recorder: recorder.clone(),
         pleg: pleg_health.clone(),
         sync_loop: sync_loop_health.clone(),
+        stats,
     };
     if config.read_only_port != 0 {
         let listener = server::bind(SocketAddr::new(config.address, config.read_only_port)).await?;
-        tracing::info!(addr = ?listener.local_addr().ok(), "serving the read-only API (/pods, /healthz, /manifests, /events)");
+        tracing::info!(addr = ?listener.local_addr().ok(), "serving the read-only API (/pods, /healthz, /stats/summary, /metrics/resource, /manifests, /events)");
         tasks.spawn(server::serve(
             listener,
             server::read_only_router(state.clone()),
@@ -301,11 +314,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
                 eviction_hard: config.eviction_hard.clone(),
             },
             machine,
-            readings: ReadingSource {
-                root: "/".into(),
-                kubelet_dir: config.root_dir.clone(),
-                image_fs_dir: image_fs_dir(&cri).await,
-            },
+            readings,
             pleg: pleg_health.clone(),
             update_frequency: config.node_status_update_frequency,
             report_frequency: config.node_status_report_frequency,

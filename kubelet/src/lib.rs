@@ -20,6 +20,7 @@
 //! - [`mirror`]: mirror pods, the apiserver's reflection of static pods.
 //! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
 //! - [`server`]: the HTTP APIs: read-only, and the secure one (logs, exec).
+//! - [`stats`]: resource usage of the node, its pods and containers (the summary API).
 //! - [`node_status`]: the Node object: registration and status.
 //! - [`eviction`]: eviction signals and the hard thresholds that decide the pressure
 //!   conditions and the reservation out of allocatable.
@@ -47,6 +48,7 @@ pub mod pod_workers;
 pub mod prober;
 pub mod runtime;
 pub mod server;
+pub mod stats;
 pub mod status;
 pub mod sync_loop;
 pub mod token;

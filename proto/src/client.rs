@@ -288,6 +288,8 @@ unary_rpcs! {
         -> UpdateContainerResourcesResponse as "UpdateContainerResources";
     runtime.list_container_stats(ListContainerStatsRequest) -> ListContainerStatsResponse
         as "ListContainerStats";
+    runtime.list_pod_sandbox_stats(ListPodSandboxStatsRequest) -> ListPodSandboxStatsResponse
+        as "ListPodSandboxStats";
     runtime.runtime_config(RuntimeConfigRequest) -> RuntimeConfigResponse as "RuntimeConfig";
     images.list_images(ListImagesRequest) -> ListImagesResponse as "ListImages";
     images.image_status(ImageStatusRequest) -> ImageStatusResponse as "ImageStatus";

@@ -5,6 +5,7 @@
 //! kubectl uses) in [`portforward`], `serviceaccounts/token` in [`token`].
 
 pub mod body;
+pub mod node_proxy;
 pub mod portforward;
 pub mod proxy;
 mod resource;

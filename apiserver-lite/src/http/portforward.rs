@@ -105,7 +105,8 @@ pub async fn port_forward(
     for p in &tunnelled {
         forward = forward.header("x-stream-protocol-version", p.as_str());
     }
-    let forward = forward.body(Empty::new()).map_err(|e| ApiError::internal(e.to_string()))?;
+    let forward =
+        forward.body(Empty::<Bytes>::new()).map_err(|e| ApiError::internal(e.to_string()))?;
     let mut req = req;
     let client_upgrade = hyper::upgrade::on(&mut req);
     let mut resp = send(&state.kubelet, &loc, forward).await?;

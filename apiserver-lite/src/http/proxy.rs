@@ -66,7 +66,7 @@ impl Default for AddressTypes {
 #[derive(Debug, Clone)]
 pub struct KubeletClient {
     tls: Arc<rustls::ClientConfig>,
-    address_types: AddressTypes,
+    pub(super) address_types: AddressTypes,
     /// Exec splices and connection drivers; they end with their streams or with `stop`.
     pub streams: TaskTracker,
     pub stop: CancellationToken,
@@ -297,11 +297,16 @@ pub(super) async fn kubelet_error(resp: Response<Incoming>) -> ApiError {
 }
 
 /// Dials the kubelet and sends `req` over HTTP/1.1, driving the connection on the tracker.
-pub(super) async fn send(
+pub(super) async fn send<B>(
     client: &KubeletClient,
     loc: &Location,
-    req: Request<Empty<Bytes>>,
-) -> Result<Response<Incoming>, ApiError> {
+    req: Request<B>,
+) -> Result<Response<Incoming>, ApiError>
+where
+    B: HttpBody + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let target = format!("{}:{}", loc.host, loc.port);
     let dial_error = |e: &dyn std::fmt::Display| {
         ApiError::internal(format!("error dialing backend: {target}: {e}"))
@@ -340,7 +345,7 @@ pub(super) async fn send(
 
 /// A kubelet's response body, ending (rather than failing) if the kubelet's stream breaks: the
 /// status line has already gone to the client, so an early end is all it can be told.
-struct Passthrough(Incoming);
+pub(super) struct Passthrough(pub(super) Incoming);
 
 impl HttpBody for Passthrough {
     type Data = Bytes;
@@ -413,7 +418,7 @@ pub async fn logs(
         path = format!("{path}?{q}");
     }
     let req = kubelet_request(Method::GET, &loc, &path)?
-        .body(Empty::new())
+        .body(Empty::<Bytes>::new())
         .map_err(|e| ApiError::internal(e.to_string()))?;
     let resp = send(&state.kubelet, &loc, req).await?;
     if resp.status() != StatusCode::OK {
@@ -503,7 +508,8 @@ pub(super) async fn upgrade_splice(
             forward = forward.header(h, v);
         }
     }
-    let forward = forward.body(Empty::new()).map_err(|e| ApiError::internal(e.to_string()))?;
+    let forward =
+        forward.body(Empty::<Bytes>::new()).map_err(|e| ApiError::internal(e.to_string()))?;
     let client_upgrade = hyper::upgrade::on(&mut req);
     let mut resp = send(&state.kubelet, loc, forward).await?;
     if resp.status() != StatusCode::SWITCHING_PROTOCOLS {

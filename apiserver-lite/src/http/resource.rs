@@ -1,7 +1,8 @@
 //! The resource verbs over HTTP: the prelude every request shares (verb, options, field
 //! manager, authorization), then one handler per verb in [`verbs`](super::verbs) (`status`,
 //! `scale`, `binding` and `eviction` there too); `log`, `exec` and `attach` go to
-//! [`proxy`](super::proxy), `portforward` to [`portforward`](super::portforward),
+//! [`proxy`](super::proxy), `portforward` to [`portforward`](super::portforward), `nodes/proxy`
+//! to [`node_proxy`](super::node_proxy),
 //! `serviceaccounts/token` to [`token`](super::token), the reviews to [`reviews`].
 
 use api::validation::{ErrorList, FieldError, Path};
@@ -32,7 +33,7 @@ pub async fn handle(
     rr: ResourceRequest,
     q: Query,
 ) -> Result<Response<Body>, ApiError> {
-    // Routing serves these subresources for pods only.
+    // Routing serves these subresources for pods only, and `proxy` for nodes.
     {
         let ns = rr.namespace.as_deref();
         match (req.method(), rr.name.as_deref(), rr.subresource) {
@@ -56,6 +57,9 @@ pub async fn handle(
             }
             (&Method::GET | &Method::POST, Some(n), Some(Subresource::PortForward)) => {
                 return super::portforward::port_forward(state, user, ns, n, req).await;
+            }
+            (_, Some(n), Some(Subresource::Proxy)) => {
+                return super::node_proxy::proxy(state, user, n, req).await;
             }
             _ => {}
         }

@@ -30,7 +30,7 @@ pub struct Readings {
     pub runtime_health: Result<(), String>,
 }
 
-fn read(root: &Path, path: &str) -> String {
+pub(crate) fn read(root: &Path, path: &str) -> String {
     std::fs::read_to_string(root.join(path.trim_start_matches('/')))
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
@@ -100,49 +100,106 @@ pub struct ReadingSource {
     pub image_fs_dir: Option<PathBuf>,
 }
 
-/// Bytes and inodes available of a filesystem's, as upstream's cAdvisor reads them (`statvfs`:
-/// blocks and files available to unprivileged users).
-fn filesystem(dir: &Path, signals: [Signal; 2], into: &mut BTreeMap<Signal, Observation>) {
-    let Ok(s) = nix::sys::statvfs::statvfs(dir) else { return };
-    let block = s.fragment_size();
-    let [bytes, inodes] = signals;
-    into.insert(
-        bytes,
-        Observation { available: s.blocks_available() * block, capacity: s.blocks() * block },
-    );
-    into.insert(inodes, Observation { available: s.files_available(), capacity: s.files() });
+/// A filesystem's figures, as cAdvisor's `FsInfo` takes them from `statvfs`: blocks and files
+/// available to unprivileged users, and what is in use (reserved blocks are not free).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsReading {
+    pub capacity: u64,
+    pub available: u64,
+    pub used: u64,
+    pub inodes: u64,
+    pub inodes_free: u64,
 }
 
-impl ReadingSource {
-    pub fn read(&self, runtime_health: Result<(), String>) -> Readings {
+impl FsReading {
+    /// The filesystem `dir` is on; `None` when it cannot be read.
+    pub fn of(dir: &Path) -> Option<Self> {
+        let s = nix::sys::statvfs::statvfs(dir).ok()?;
+        let block = s.fragment_size();
+        Some(Self {
+            capacity: s.blocks() * block,
+            available: s.blocks_available() * block,
+            used: s.blocks().saturating_sub(s.blocks_free()) * block,
+            inodes: s.files(),
+            inodes_free: s.files_available(),
+        })
+    }
+}
+
+/// One look at the node: what the eviction signals and the summary API's node figures are
+/// computed from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeSample {
+    /// `MemTotal`, `MemAvailable` and `MemFree`, in bytes.
+    pub memory_total: u64,
+    pub memory_available: u64,
+    pub memory_free: u64,
+    /// The kubelet's root directory's filesystem.
+    pub nodefs: Option<FsReading>,
+    /// The runtime's image filesystem, when it named one.
+    pub imagefs: Option<FsReading>,
+    /// The most tasks the kernel allows (the smaller of `kernel.pid_max` and
+    /// `kernel.threads-max`, as upstream's `pidlimit`), and the tasks there are (the second
+    /// figure of `/proc/loadavg`'s `running/total`).
+    pub max_tasks: Option<u64>,
+    pub tasks: Option<u64>,
+}
+
+impl NodeSample {
+    /// Each eviction signal's reading; a signal whose figures were not read is absent.
+    pub fn observations(&self) -> Observations {
         let mut observed = BTreeMap::new();
-        let mem = read(&self.root, "/proc/meminfo");
         observed.insert(
             Signal::MemoryAvailable,
-            Observation {
-                available: meminfo_field(&mem, "MemAvailable"),
-                capacity: meminfo_field(&mem, "MemTotal"),
-            },
+            Observation { available: self.memory_available, capacity: self.memory_total },
         );
-        let nodefs = [Signal::NodeFsAvailable, Signal::NodeFsInodesFree];
-        filesystem(&self.kubelet_dir, nodefs, &mut observed);
-        if let Some(dir) = &self.image_fs_dir {
-            let imagefs = [Signal::ImageFsAvailable, Signal::ImageFsInodesFree];
-            filesystem(dir, imagefs, &mut observed);
-        }
-        // Tasks running: the second figure of /proc/loadavg's `running/total`.
-        let max = read(&self.root, "/proc/sys/kernel/pid_max").parse::<u64>().ok();
-        let tasks = read(&self.root, "/proc/loadavg")
-            .split_whitespace()
-            .nth(3)
-            .and_then(|f| f.split_once('/'))
-            .and_then(|(_, total)| total.parse::<u64>().ok());
-        if let (Some(max), Some(tasks)) = (max, tasks) {
+        let mut fs = |fs: Option<FsReading>, [bytes, inodes]: [Signal; 2]| {
+            if let Some(f) = fs {
+                observed
+                    .insert(bytes, Observation { available: f.available, capacity: f.capacity });
+                observed
+                    .insert(inodes, Observation { available: f.inodes_free, capacity: f.inodes });
+            }
+        };
+        fs(self.nodefs, [Signal::NodeFsAvailable, Signal::NodeFsInodesFree]);
+        fs(self.imagefs, [Signal::ImageFsAvailable, Signal::ImageFsInodesFree]);
+        if let (Some(max), Some(tasks)) = (self.max_tasks, self.tasks) {
             observed.insert(
                 Signal::PidAvailable,
                 Observation { available: max.saturating_sub(tasks), capacity: max },
             );
         }
-        Readings { observed: Observations(observed), runtime_health }
+        Observations(observed)
+    }
+}
+
+impl ReadingSource {
+    /// Reads memory, the filesystems and the tasks once.
+    pub fn sample(&self) -> NodeSample {
+        let limit = |path| read(&self.root, path).parse::<u64>().ok();
+        let max_tasks =
+            match (limit("/proc/sys/kernel/pid_max"), limit("/proc/sys/kernel/threads-max")) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        let tasks = read(&self.root, "/proc/loadavg")
+            .split_whitespace()
+            .nth(3)
+            .and_then(|f| f.split_once('/'))
+            .and_then(|(_, total)| total.parse::<u64>().ok());
+        let mem = read(&self.root, "/proc/meminfo");
+        NodeSample {
+            memory_total: meminfo_field(&mem, "MemTotal"),
+            memory_available: meminfo_field(&mem, "MemAvailable"),
+            memory_free: meminfo_field(&mem, "MemFree"),
+            nodefs: FsReading::of(&self.kubelet_dir),
+            imagefs: self.image_fs_dir.as_deref().and_then(FsReading::of),
+            max_tasks,
+            tasks,
+        }
+    }
+
+    pub fn read(&self, runtime_health: Result<(), String>) -> Readings {
+        Readings { observed: self.sample().observations(), runtime_health }
     }
 }

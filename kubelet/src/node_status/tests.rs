@@ -180,6 +180,10 @@ fn machine_facts_and_readings_come_from_the_root_given() {
         let fs = r.observed.get(s).unwrap();
         assert!(fs.capacity > 0 && fs.available <= fs.capacity, "{s}: {fs:?}");
     }
+    // The task limit is the smaller of pid_max and threads-max, as upstream's `pidlimit`.
+    put("proc/sys/kernel/threads-max", "100000\n");
+    let pids = source.read(Ok(())).observed.get(Signal::PidAvailable).unwrap();
+    assert_eq!((pids.available, pids.capacity), (100_000 - 345, 100_000));
     let without = ReadingSource { image_fs_dir: None, ..source }.read(Ok(()));
     assert_eq!(without.observed.get(Signal::ImageFsAvailable), None, "no imagefs named: unread");
 }

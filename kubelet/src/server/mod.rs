@@ -1,11 +1,14 @@
 //! The kubelet's HTTP APIs, as upstream's `pkg/kubelet/server`:
 //!
-//! - [`read_only`]: the read-only port (`readOnlyPort`): `/pods`, `/healthz`, and our
-//!   `/manifests` and `/events`; the healthz port.
+//! - [`read_only`]: the read-only port (`readOnlyPort`): `/pods`, `/healthz`, [`stats`], and
+//!   our `/manifests` and `/events`; the healthz port.
 //! - [`secure`]: the authenticated API on `port` (TLS; client certificates verified against
 //!   `clientCAFile`; anonymous requests refused with 401 unless allowed): `/healthz`, `/pods`,
 //!   [`logs`] (`/containerLogs/{ns}/{pod}/{container}`) and [`exec`] (`/exec/{ns}/{pod}/{container}`
-//!   over WebSocket) and [`portforward`] (`/portForward/{ns}/{pod}` over SPDY or WebSocket).
+//!   over WebSocket) and [`portforward`] (`/portForward/{ns}/{pod}` over SPDY or WebSocket), and
+//!   [`stats`].
+//! - [`stats`]: `/stats/summary` (the summary API) and `/metrics/resource` (the resource
+//!   metrics, Prometheus text).
 //! - [`authn`]: bearer tokens on the secure API, checked with the apiserver (TokenReview).
 //! - [`auth`]: who may do what on the secure API (`authorization.mode`: Webhook asks the
 //!   apiserver with a SubjectAccessReview, answers cached; or AlwaysAllow).
@@ -32,6 +35,7 @@ pub mod remotecommand;
 pub mod request;
 pub mod secure;
 pub mod spdy;
+pub mod stats;
 
 use std::net::SocketAddr;
 

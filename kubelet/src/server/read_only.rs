@@ -1,5 +1,6 @@
 //! The kubelet's read-only HTTP API: `GET /pods` (a `PodList`, as upstream's read-only port
-//! serves), `GET /healthz`, and two additions of ours: `GET /manifests` (each file in the static
+//! serves), `GET /healthz`, `/stats/summary` and `/metrics/resource` ([`stats`](super::stats)),
+//! and two additions of ours: `GET /manifests` (each file in the static
 //! pod directory, then each in the static config directory: accepted, rejected, ignored,
 //! duplicate or being written, with the reason) and `GET /events` (the local event list). The
 //! secure port serves the same routes to authorized callers (`kubectl-lite --kubelet`).
@@ -16,6 +17,7 @@ use tokio::sync::watch;
 use crate::config::file::ManifestReport;
 use crate::events::Recorder;
 use crate::pleg::PlegHealth;
+use crate::stats::StatsProvider;
 use crate::status::StatusManager;
 use crate::watchdog::SyncLoopHealth;
 
@@ -29,6 +31,8 @@ pub struct ServerState {
     pub pleg: Arc<PlegHealth>,
     /// Whether the sync loop goes round (upstream's `syncloop` check).
     pub sync_loop: Arc<SyncLoopHealth>,
+    /// What `/stats/summary` and `/metrics/resource` report.
+    pub stats: Arc<StatsProvider>,
 }
 
 pub(super) async fn pods(State(s): State<ServerState>) -> Response {
@@ -63,6 +67,7 @@ pub(super) async fn events(State(s): State<ServerState>) -> Response {
 
 /// The read-only API's routes.
 pub fn read_only_router(state: ServerState) -> axum::Router {
+    let stats = super::stats::router(state.stats.clone());
     axum::Router::new()
         .route("/pods", get(pods))
         .route("/pods/", get(pods))
@@ -70,6 +75,7 @@ pub fn read_only_router(state: ServerState) -> axum::Router {
         .route("/manifests", get(manifests))
         .route("/events", get(events))
         .with_state(state)
+        .merge(stats)
 }
 
 /// The healthz-only router (upstream's `healthzPort`).

@@ -12,7 +12,8 @@
 //!
 //! Routes: `/healthz`, `/pods`, `/containerLogs/{ns}/{pod}/{container}` ([`logs`](super::logs)),
 //! `/exec/{ns}/{pod}/{container}` and `/attach/{ns}/{pod}/{container}` ([`exec`](super::exec)),
-//! `/portForward/{ns}/{pod}[/{uid}]` ([`portforward`](super::portforward)). Streams (log
+//! `/portForward/{ns}/{pod}[/{uid}]` ([`portforward`](super::portforward)), `/stats/summary`
+//! and `/metrics/resource` ([`stats`](super::stats)). Streams (log
 //! followers, exec relays, port-forward splices) run on the server's task tracker and stop with
 //! it.
 
@@ -147,7 +148,8 @@ pub fn router(state: SecureState) -> axum::Router {
         .route("/healthz", get(read_only::healthz))
         .route("/manifests", get(read_only::manifests))
         .route("/events", get(read_only::events))
-        .with_state(state.read_only.clone());
+        .with_state(state.read_only.clone())
+        .merge(super::stats::router(state.read_only.stats.clone()));
     axum::Router::new()
         .route("/containerLogs/{namespace}/{pod}/{container}", get(logs::container_logs))
         .route("/exec/{namespace}/{pod}/{container}", get(exec::exec).post(exec::exec))
@@ -264,7 +266,7 @@ impl SecureServer {
         let router = router(state.clone());
         let connections = TaskTracker::new();
         let stop = state.stop.clone();
-        tracing::info!(addr = ?self.listener.local_addr().ok(), "serving the kubelet API (/containerLogs, /exec, /attach, /portForward, /pods, /healthz) over TLS");
+        tracing::info!(addr = ?self.listener.local_addr().ok(), "serving the kubelet API (/containerLogs, /exec, /attach, /portForward, /pods, /stats/summary, /metrics/resource, /healthz) over TLS");
         loop {
             let (tcp, remote) = tokio::select! {
                 () = stop.cancelled() => break,

@@ -1,0 +1,172 @@
+//! The Prometheus text exposition format (version 0.0.4) as client_golang's `expfmt` writes
+//! it: families sorted by name, each with `# HELP` and `# TYPE` and only when it has samples;
+//! labels sorted by name; values in Go's shortest `%g` form; timestamps in milliseconds.
+//!
+//! Why not the `prometheus-client` crate (which the controller-manager uses): it writes
+//! OpenMetrics (`_total` appended to counter names, `# EOF`) and has no sample timestamps,
+//! which the resource metrics carry, as upstream's do, so that a scraper such as
+//! metrics-server rates CPU over the runtime's own sample times.
+
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
+    pub timestamp_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: Kind,
+    pub samples: Vec<Sample>,
+}
+
+impl Family {
+    pub fn new(name: &'static str, help: &'static str, kind: Kind) -> Self {
+        Self { name, help, kind, samples: Vec::new() }
+    }
+
+    pub fn push(&mut self, labels: &[(&'static str, &str)], value: f64, timestamp_ms: Option<i64>) {
+        let labels = labels.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
+        self.samples.push(Sample { labels, value, timestamp_ms });
+    }
+}
+
+/// The exposition of `families`.
+pub fn encode(mut families: Vec<Family>) -> String {
+    families.retain(|f| !f.samples.is_empty());
+    families.sort_by(|a, b| a.name.cmp(b.name));
+    let mut out = String::new();
+    for f in &mut families {
+        for s in &mut f.samples {
+            s.labels.sort_by(|a, b| a.0.cmp(b.0));
+        }
+        f.samples.sort_by(|a, b| a.labels.cmp(&b.labels));
+        let kind = match f.kind {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+        };
+        let _ = writeln!(out, "# HELP {} {}", f.name, escape(f.help, false));
+        let _ = writeln!(out, "# TYPE {} {kind}", f.name);
+        for s in &f.samples {
+            out.push_str(f.name);
+            if !s.labels.is_empty() {
+                let labels: Vec<String> =
+                    s.labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v, true))).collect();
+                let _ = write!(out, "{{{}}}", labels.join(","));
+            }
+            let _ = write!(out, " {}", go_float(s.value));
+            if let Some(ts) = s.timestamp_ms {
+                let _ = write!(out, " {ts}");
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Backslashes and newlines escaped, and in label values double quotes too.
+fn escape(s: &str, quotes: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '"' if quotes => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`: the shortest digits that read back as `f`, in
+/// exponent form (`1.6e+09`, two exponent digits at least) when the decimal exponent is below
+/// -4 or at least 6, as Go decides for the shortest form.
+pub fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    // Rust's `{:e}` gives the same shortest digits: `-1.2345e6`.
+    let e = format!("{f:e}");
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = mantissa.strip_prefix('-').map_or(("", mantissa), |m| ("-", m));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if !(-4..6).contains(&exp) {
+        let (exp_sign, exp_abs) = if exp < 0 { ('-', -exp) } else { ('+', exp) };
+        return format!("{sign}{mantissa}e{exp_sign}{exp_abs:02}");
+    }
+    let point = exp + 1; // digits before the decimal point
+    let text = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(usize::try_from(-point).unwrap_or(0)))
+    } else {
+        let point = usize::try_from(point).unwrap_or(0);
+        if digits.len() <= point {
+            format!("{digits}{}", "0".repeat(point - digits.len()))
+        } else {
+            format!("{}.{}", &digits[..point], &digits[point..])
+        }
+    };
+    format!("{sign}{text}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_are_written_as_go_writes_them() {
+        let cases = [
+            (0.0, "0"),
+            (1.0, "1"),
+            (-1.0, "-1"),
+            (0.5, "0.5"),
+            (1.83048075, "1.83048075"),
+            (123456.0, "123456"),
+            (1234567.0, "1.234567e+06"),
+            (1.616273408e9, "1.616273408e+09"),
+            (1e8, "1e+08"),
+            (0.0001, "0.0001"),
+            (0.00001234, "1.234e-05"),
+            (1.7e21, "1.7e+21"),
+            (1e-300, "1e-300"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(go_float(f), want, "{f}");
+        }
+    }
+
+    #[test]
+    fn families_are_sorted_and_empty_ones_left_out_and_values_escaped() {
+        let mut b = Family::new("b_total", "B's help \\ with\nnewline", Kind::Counter);
+        b.push(&[("pod", "z"), ("container", "x\"y")], 2.5, Some(1700000000123));
+        b.push(&[("pod", "a"), ("container", "c")], 1.0, None);
+        let a = Family::new("a_empty", "none", Kind::Gauge);
+        let mut c = Family::new("c", "plain", Kind::Gauge);
+        c.push(&[], 0.0, None);
+        assert_eq!(
+            encode(vec![c, b, a]),
+            "# HELP b_total B's help \\\\ with\\nnewline\n# TYPE b_total counter\n\
+             b_total{container=\"c\",pod=\"a\"} 1\n\
+             b_total{container=\"x\\\"y\",pod=\"z\"} 2.5 1700000000123\n\
+             # HELP c plain\n# TYPE c gauge\nc 0\n"
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! Resource usage, as upstream's `pkg/kubelet/stats` and the summary provider of
+//! `pkg/kubelet/server/stats`: [`StatsProvider::summary`] answers the summary API
+//! (`/stats/summary`) and is what the resource metrics (`/metrics/resource`) are made of.
+//!
+//! - [`summary`]: the `stats/v1alpha1` types.
+//! - [`node`]: the node's figures: the root cgroup's CPU and memory, the filesystems and tasks
+//!   of one [`NodeSample`](crate::node_status::machine::NodeSample), the boot time.
+//! - [`cri`]: pods and containers from CRI `ListPodSandboxStats` (or `ListContainerStats` from a
+//!   runtime that does not implement it) over the runtime's pods and running containers.
+//! - [`cpu`]: `usageNanoCores` from two samples, for what the runtime does not rate itself.
+//! - [`logs`]: the bytes and inodes of a container's log directory.
+//!
+//! Not reported: pod `volume` and `ephemeral-storage` figures, `network`, the node's
+//! `systemContainers` and swap.
+
+pub mod cpu;
+pub mod cri;
+pub mod logs;
+pub mod node;
+pub mod summary;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+
+use proto::{CallError, CriClient, cri as api};
+
+use crate::node_status::machine::ReadingSource;
+use cpu::{CpuUsageCache, Sample};
+use summary::{FsStats, NodeStats, RuntimeStats, Summary, Time};
+
+/// Why there is no summary, worded as upstream's summary provider.
+#[derive(Debug, thiserror::Error)]
+pub enum StatsError {
+    #[error("failed to list pod stats: failed to get pod or container map: {0}")]
+    List(#[source] CallError),
+    #[error("failed to list pod stats: {0}")]
+    PodStats(#[source] CallError),
+    #[error("failed to get imageFs stats: {0}")]
+    ImageFs(#[source] CallError),
+    #[error("failed to get imageFs stats: imageFs information is unavailable")]
+    NoImageFs,
+}
+
+/// What the summary is made of, and the CPU samples kept between summaries.
+#[derive(Debug)]
+pub struct StatsProvider {
+    cri: CriClient,
+    node_name: String,
+    readings: ReadingSource,
+    pod_logs_dir: PathBuf,
+    boot_time: Time,
+    cpu: Mutex<CpuUsageCache>,
+}
+
+impl StatsProvider {
+    pub fn new(
+        cri: CriClient,
+        node_name: String,
+        readings: ReadingSource,
+        pod_logs_dir: PathBuf,
+    ) -> Self {
+        let boot_time = node::boot_time(&readings.root);
+        Self { cri, node_name, readings, pod_logs_dir, boot_time, cpu: Mutex::default() }
+    }
+
+    /// The summary; with `cpu_and_memory_only`, names, start times, CPU and memory alone
+    /// (upstream's `only_cpu_and_memory=true`, and what the resource metrics read).
+    pub async fn summary(&self, cpu_and_memory_only: bool) -> Result<Summary, StatsError> {
+        let none = || api::ListPodSandboxRequest { filter: None };
+        let (sandboxes, containers) = tokio::try_join!(
+            self.cri.list_pod_sandbox(none()),
+            self.cri.list_containers(api::ListContainersRequest { filter: None }),
+        )
+        .map_err(StatsError::List)?;
+        let listing = cri::Listing::new(sandboxes.items, containers.containers);
+        let sandbox_stats = api::ListPodSandboxStatsRequest { filter: None };
+        let pod_stats = match self.cri.list_pod_sandbox_stats(sandbox_stats).await {
+            Ok(r) => Ok(r.stats),
+            Err(e) if e.code() == tonic::Code::Unimplemented => {
+                tracing::debug!(error = %e, "the runtime has no ListPodSandboxStats; summing ListContainerStats");
+                let r = api::ListContainerStatsRequest { filter: None };
+                Err(self.cri.list_container_stats(r).await.map_err(StatsError::PodStats)?.stats)
+            }
+            Err(e) => return Err(StatsError::PodStats(e)),
+        };
+        let image_fs = if cpu_and_memory_only { None } else { Some(self.image_fs().await?) };
+
+        let sample = self.readings.sample();
+        let usage = node::root_usage(&self.readings.root, &sample);
+        let now = Time::now();
+        let disks = (!cpu_and_memory_only).then(|| {
+            let mut by_mountpoint = HashMap::new();
+            if let Some(dir) = &self.readings.image_fs_dir {
+                by_mountpoint.insert(dir.display().to_string(), sample.imagefs);
+            }
+            cri::Disks {
+                by_mountpoint,
+                nodefs: sample.nodefs,
+                pod_logs_dir: self.pod_logs_dir.clone(),
+            }
+        });
+        let mut cache = self.cpu.lock().unwrap_or_else(PoisonError::into_inner);
+        let node_nano_cores = usage
+            .cpu_core_nanos
+            .and_then(|t| cache.observe(cpu::NODE, Sample { at: now.0, core_nanos: t }));
+        let mut ctx = cri::Context { now, cpu: &mut cache, disks };
+        let pods = match &pod_stats {
+            Ok(stats) => cri::from_sandbox_stats(stats, &listing, &mut ctx),
+            Err(stats) => cri::from_container_stats(stats, &listing, &mut ctx),
+        };
+        let mut disks = ctx.disks;
+        cache.retain(&listing.ids());
+        drop(cache);
+
+        let mut node = NodeStats {
+            node_name: self.node_name.clone(),
+            start_time: self.boot_time,
+            cpu: node::cpu(now, &usage, node_nano_cores),
+            memory: node::memory(now, &usage, &sample),
+            ..Default::default()
+        };
+        if let (Some(mut image_fs), Some(disks)) = (image_fs, disks.as_mut()) {
+            if let Some(mountpoint) = image_fs.1.take() {
+                let reading = *disks.by_mountpoint.entry(mountpoint.clone()).or_insert_with(|| {
+                    crate::node_status::machine::FsReading::of(std::path::Path::new(&mountpoint))
+                });
+                if let Some(r) = reading {
+                    let fs = &mut image_fs.0;
+                    fs.available_bytes = Some(r.available);
+                    fs.capacity_bytes = Some(r.capacity);
+                    fs.inodes_free = Some(r.inodes_free);
+                    fs.inodes = Some(r.inodes);
+                }
+            }
+            node.fs = sample.nodefs.map(|r| node::fs(now, &r));
+            node.runtime = Some(RuntimeStats { image_fs: Some(image_fs.0) });
+            node.rlimit = Some(node::rlimit(now, &sample));
+        }
+        Ok(Summary { node, pods })
+    }
+
+    /// The runtime's first image filesystem (CRI `ImageFsInfo`): what its images use, and the
+    /// mountpoint whose filesystem's figures complete it.
+    async fn image_fs(&self) -> Result<(FsStats, Option<String>), StatsError> {
+        let info = self.cri.image_fs_info(api::ImageFsInfoRequest {}).await;
+        let info = info.map_err(StatsError::ImageFs)?;
+        let fs = info.image_filesystems.into_iter().next().ok_or(StatsError::NoImageFs)?;
+        let stats = FsStats {
+            time: Time(fs.timestamp),
+            used_bytes: fs.used_bytes.map(|v| v.value),
+            inodes_used: fs.inodes_used.map(|v| v.value),
+            ..Default::default()
+        };
+        Ok((stats, fs.fs_id.map(|id| id.mountpoint)))
+    }
+}
+
+#[cfg(test)]
+mod tests;
