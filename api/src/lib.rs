@@ -8,6 +8,9 @@
 //! - [`validation`]: `ValidatePodCreate` with upstream's field paths and messages.
 //! - [`quantity`]: resource quantities, parsed exactly.
 //! - [`qos`]: the pod QoS class.
+//! - [`resources`]: what a pod requests (upstream's `PodRequests`), in millicores and bytes.
+//! - [`scheduling`]: whether a pod's node selector and required affinity match a node, and
+//!   whether its tolerations tolerate a node's taints (upstream's `component-helpers`).
 //! - [`keys`]: well-known label and annotation keys.
 //! - [`schema`]: how the built-in types' lists and maps merge (list types, merge keys), for
 //!   server-side apply, strategic merge patch and kubectl-lite's three-way patch.
@@ -22,6 +25,8 @@ pub mod duration;
 pub mod keys;
 pub mod qos;
 pub mod quantity;
+pub mod resources;
+pub mod scheduling;
 pub mod schema;
 pub mod secret;
 pub mod static_pod;

@@ -2,7 +2,8 @@
 //! upstream's default filters and scores, and binds it through `pods/binding`, as upstream's
 //! kube-scheduler. Only the holder of the `kube-system/kube-scheduler` Lease schedules.
 //!
-//! - [`resources`]: what a pod requests and a node offers (millicores, bytes).
+//! - [`resources`]: what a pod requests and a node offers (millicores, bytes), the `api`
+//!   crate's, shared with the kubelet's admission.
 //! - [`cache`]: nodes with the pods bound or assumed to them (`NodeInfo`).
 //! - [`queue`]: activeQ, backoffQ and unschedulable pods, with upstream's backoff.
 //! - [`plugins`]: the filters and scores, each a pure function of (pod, node).
@@ -18,7 +19,7 @@ pub mod events;
 pub mod informers;
 pub mod plugins;
 pub mod queue;
-pub mod resources;
+pub use api::resources;
 pub mod schedule_one;
 pub mod scheduler;
 

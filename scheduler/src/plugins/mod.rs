@@ -9,8 +9,6 @@
 
 use std::borrow::Cow;
 
-use k8s_openapi::api::core::v1::Node;
-
 use crate::cache::{NodeInfo, PodInfo};
 
 pub mod balanced_allocation;
@@ -59,8 +57,4 @@ pub fn filter(pod: &PodInfo, info: &NodeInfo) -> FilterResult {
 /// `NodeResourcesBalancedAllocation`, weight 1 each as upstream's defaults.
 pub fn score(pod: &PodInfo, info: &NodeInfo) -> i64 {
     node_resources_fit::least_allocated_score(pod, info) + balanced_allocation::score(pod, info)
-}
-
-pub(crate) fn labels(node: &Node) -> Option<&std::collections::BTreeMap<String, String>> {
-    node.metadata.labels.as_ref()
 }

@@ -3,67 +3,17 @@
 //! a term's expressions and fields ANDed, and an empty term matches nothing, as upstream's
 //! `nodeaffinity.NodeSelector`.
 
-use std::collections::BTreeMap;
+use k8s_openapi::api::core::v1::{Node, PodSpec};
 
-use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec};
-
-use super::{FilterResult, Rejection, labels};
+use super::{FilterResult, Rejection};
 use crate::cache::PodInfo;
 
 pub const NAME: &str = "NodeAffinity";
 pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
 
-fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = r.values.as_deref().unwrap_or_default();
-    let int = |s: &str| s.parse::<i64>().ok();
-    match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|w| w == v)),
-        "NotIn" => !value.is_some_and(|v| values.iter().any(|w| w == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(have), [want]) = (value.and_then(int), values) else { return false };
-            let Some(want) = int(want) else { return false };
-            if r.operator == "Gt" { have > want } else { have < want }
-        }
-        _ => false,
-    }
-}
-
-fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, name: &str) -> bool {
-    let exprs = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if exprs.is_empty() && fields.is_empty() {
-        return false;
-    }
-    exprs.iter().all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-        && fields.iter().all(|r| {
-            r.key == "metadata.name"
-                && matches!(r.operator.as_str(), "In" | "NotIn")
-                && requirement_matches(r, Some(name))
-        })
-}
-
-/// Upstream's `RequiredNodeAffinity.Match`: `nodeSelector` and the required terms.
+/// The pod's node selector and required affinity match the node.
 pub fn matches(spec: &PodSpec, node: &Node) -> bool {
-    let empty = BTreeMap::new();
-    let labels = labels(node).unwrap_or(&empty);
-    let selector_ok = spec.node_selector.iter().flatten().all(|(k, v)| labels.get(k) == Some(v));
-    if !selector_ok {
-        return false;
-    }
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
-    match required {
-        None => true,
-        Some(sel) => {
-            let name = node.metadata.name.as_deref().unwrap_or_default();
-            sel.node_selector_terms.iter().any(|t| term_matches(t, labels, name))
-        }
-    }
+    api::scheduling::node_affinity_matches(spec, node)
 }
 
 pub fn filter(pod: &PodInfo, node: &Node) -> FilterResult {
@@ -77,7 +27,9 @@ pub fn filter(pod: &PodInfo, node: &Node) -> FilterResult {
 mod tests {
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelector};
+    use k8s_openapi::api::core::v1::{
+        Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+    };
 
     use super::*;
     use crate::cache::tests::{node, pod};

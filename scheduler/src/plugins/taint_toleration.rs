@@ -11,34 +11,11 @@ use crate::cache::PodInfo;
 pub const NAME: &str = "TaintToleration";
 pub const ERR_REASON: &str = "node(s) had untolerated taint(s)";
 
-/// Upstream's `Toleration.ToleratesTaint`.
-pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
-    if let Some(effect) = t.effect.as_deref().filter(|e| !e.is_empty())
-        && effect != taint.effect
-    {
-        return false;
-    }
-    if let Some(key) = t.key.as_deref().filter(|k| !k.is_empty())
-        && key != taint.key
-    {
-        return false;
-    }
-    match t.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => {
-            t.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default()
-        }
-        "Exists" => true,
-        _ => false,
-    }
-}
+pub use api::scheduling::tolerates;
 
 /// The first `NoSchedule`/`NoExecute` taint no toleration tolerates.
 pub fn untolerated<'n>(tolerations: &[Toleration], node: &'n Node) -> Option<&'n Taint> {
-    let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
-    taints
-        .iter()
-        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-        .find(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
+    api::scheduling::untolerated_taint(node, tolerations, &["NoSchedule", "NoExecute"])
 }
 
 pub fn filter(pod: &PodInfo, node: &Node) -> FilterResult {
@@ -78,24 +55,6 @@ mod tests {
             value: opt(value),
             effect: opt(effect),
             ..Default::default()
-        }
-    }
-
-    #[test]
-    fn tolerations_match_as_upstream() {
-        let t = taint("dedicated", "gpu", "NoSchedule");
-        let cases = [
-            (tol("dedicated", "Equal", "gpu", "NoSchedule"), true),
-            (tol("dedicated", "", "gpu", ""), true),
-            (tol("dedicated", "Equal", "cpu", ""), false),
-            (tol("dedicated", "Exists", "", ""), true),
-            (tol("", "Exists", "", ""), true),
-            (tol("", "Exists", "", "NoExecute"), false),
-            (tol("other", "Exists", "", ""), false),
-            (tol("dedicated", "Lt", "gpu", ""), false),
-        ];
-        for (toleration, want) in cases {
-            assert_eq!(tolerates(&toleration, &t), want, "{toleration:?}");
         }
     }
 

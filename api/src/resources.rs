@@ -1,4 +1,4 @@
-//! Resource amounts as the scheduler counts them: a pod's effective requests (upstream's
+//! Resource amounts as the scheduler and the kubelet's admission count them: a pod's effective requests (upstream's
 //! `resource.PodRequests`: the larger of the app containers' sum and each init container, with
 //! sidecars counted alongside, plus overhead) and node allocatable, in millicores and bytes.
 //!
@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use api::quantity::Quantity;
+use crate::quantity::Quantity;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
@@ -183,7 +183,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ResourceRequirements;
 
-    pub(crate) fn list(pairs: &[(&str, &str)]) -> ResourceList {
+    pub fn list(pairs: &[(&str, &str)]) -> ResourceList {
         pairs.iter().map(|(k, v)| ((*k).to_string(), ApiQuantity((*v).to_string()))).collect()
     }
 
