@@ -1,7 +1,7 @@
 //! What both the scheduler's filters and the kubelet's admission ask of a (pod, node) pair, as
 //! upstream's `component-helpers/scheduling/corev1`: whether the pod's node selector and
-//! required node affinity match the node, and which of the node's taints its tolerations leave
-//! untolerated.
+//! required node affinity match the node, which of the node's taints its tolerations leave
+//! untolerated, and which host ports it claims.
 
 use std::collections::BTreeMap;
 
@@ -98,6 +98,49 @@ pub fn untolerated_taint<'n>(
         .iter()
         .filter(|t| effects.contains(&t.effect.as_str()))
         .find(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
+}
+
+/// A host port a pod claims: `hostIP` (`0.0.0.0` when unset), protocol (TCP when unset), port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostPort {
+    pub ip: String,
+    pub protocol: String,
+    pub port: i32,
+}
+
+pub const WILDCARD_IP: &str = "0.0.0.0";
+
+impl HostPort {
+    /// Upstream's `HostPortInfo.CheckConflict`: same protocol and port, and the same address or
+    /// either one the wildcard.
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        self.port == other.port
+            && self.protocol == other.protocol
+            && (self.ip == other.ip || self.ip == WILDCARD_IP || other.ip == WILDCARD_IP)
+    }
+}
+
+/// The host ports of the pod's containers and sidecars (init containers that keep running).
+pub fn host_ports(spec: &PodSpec) -> Vec<HostPort> {
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    let mut ports = Vec::new();
+    for c in spec.containers.iter().chain(sidecars) {
+        for p in c.ports.iter().flatten().filter(|p| p.host_port.is_some_and(|h| h > 0)) {
+            let or = |v: &Option<String>, default: &str| {
+                v.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| default.to_string())
+            };
+            ports.push(HostPort {
+                ip: or(&p.host_ip, WILDCARD_IP),
+                protocol: or(&p.protocol, "TCP"),
+                port: p.host_port.unwrap_or_default(),
+            });
+        }
+    }
+    ports
 }
 
 #[cfg(test)]

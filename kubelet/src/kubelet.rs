@@ -1,6 +1,7 @@
 //! Wiring: connects to the runtime, starts the sources, the mux, PLEG, the servers and the sync
 //! loop under one task tracker, and stops them all on cancellation, leaving pods running.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::KubeletError;
+use crate::cm::allocatable::{Capacity, Reservable};
 use crate::cm::{CgroupFs, CgroupLayout};
 use crate::config::Source;
 use crate::config::apiserver::ApiSource;
@@ -19,12 +21,11 @@ use crate::config::file::FileSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
 use crate::events::{self, Recorder};
-use crate::eviction::Signal;
 use crate::fieldpath::Allocatable;
 use crate::mirror::MirrorSync;
-use crate::node_status::machine::ReadingSource;
-use crate::node_status::reporter::NodeStatusReporter;
-use crate::node_status::{MachineInfo, NodeFacts};
+use crate::node_status::machine::{NodeSample, ReadingSource};
+use crate::node_status::reporter::{NodeStatusReporter, now};
+use crate::node_status::{self, MachineInfo, NodeFacts};
 use crate::nodelease::LeaseController;
 use crate::objects::api::ApiWatcher;
 use crate::objects::static_config::{StaticConfigObjects, StaticConfigSource};
@@ -107,6 +108,21 @@ fn joined_recorder(
 /// A directory on the runtime's image filesystem, as CRI `ImageFsInfo` names it (asked once: a
 /// runtime does not move its images while running); `None`, with a warning, when the runtime
 /// does not say, and the `imagefs` signals go unobserved.
+/// What the node has of each reservable resource, for checking the reservations.
+fn node_capacity(machine: &MachineInfo, sample: &NodeSample) -> Capacity {
+    let mut capacity = BTreeMap::from([
+        (Reservable::Cpu, machine.cpus as u64 * 1000),
+        (Reservable::Memory, machine.memory_bytes),
+    ]);
+    if let Some(fs) = sample.nodefs {
+        capacity.insert(Reservable::EphemeralStorage, fs.capacity);
+    }
+    if let Some(max) = sample.max_tasks {
+        capacity.insert(Reservable::Pid, max);
+    }
+    Capacity(capacity)
+}
+
 async fn image_fs_dir(cri: &CriClient) -> Option<PathBuf> {
     let info = cri.image_fs_info(cri::ImageFsInfoRequest {}).await;
     let mountpoint = match &info {
@@ -142,13 +158,21 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     };
     let Some(cri) = connect_runtime(&endpoint, options, &stop).await else { return Ok(()) };
 
+    let machine = MachineInfo::read(Path::new("/"));
+    let readings = ReadingSource {
+        root: "/".into(),
+        kubelet_dir: config.root_dir.clone(),
+        image_fs_dir: image_fs_dir(&cri).await,
+    };
+    let allocatable = config.node_allocatable();
+    allocatable.validate(&node_capacity(&machine, &readings.sample()))?;
+
     let tasks = TaskTracker::new();
     let child = stop.child_token();
     let recorder = match &client {
         Some(client) => joined_recorder(client, &config.node_name, &tasks, &child),
         None => Recorder::default(),
     };
-    let machine = MachineInfo::read(Path::new("/"));
     let host_ip = config.node_ip.map(|ip| ip.to_string()).or_else(host_ip);
     let (objects_tx, objects_rx) = mpsc::unbounded_channel();
     let api_objects: Option<Arc<dyn ObjectManager>> = client.as_ref().map(|client| {
@@ -178,12 +202,13 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         tokens: client.as_ref().map(|client| {
             Arc::new(TokenManager::new(Arc::new(ApiTokenSource { client: client.clone() })))
         }),
-        // No system or kube reservations are configured: allocatable is the capacity less
-        // the hard eviction reservation, as the node reports it.
+        // Allocatable as the node reports it.
         allocatable: Allocatable {
-            cpu_millis: i128::try_from(machine.cpus).unwrap_or(0) * 1000,
+            cpu_millis: i128::from(
+                allocatable.allocatable(Reservable::Cpu, machine.cpus as u64 * 1000),
+            ),
             memory_bytes: i128::from(
-                config.eviction_hard.allocatable(Signal::MemoryAvailable, machine.memory_bytes),
+                allocatable.allocatable(Reservable::Memory, machine.memory_bytes),
             ),
         },
     };
@@ -255,11 +280,6 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     tasks.spawn(trim_periodically(child.clone()));
 
     let sync_loop_health = Arc::new(SyncLoopHealth::new(config.sync_frequency));
-    let readings = ReadingSource {
-        root: "/".into(),
-        kubelet_dir: config.root_dir.clone(),
-        image_fs_dir: image_fs_dir(&cri).await,
-    };
     let stats = Arc::new(StatsProvider::new(
         cri.clone(),
         config.node_name.clone(),
@@ -300,24 +320,29 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         tasks.spawn(server::serve(listener, server::healthz_router(state), child.clone()));
     }
 
+    let v = cri.version();
+    let facts = NodeFacts {
+        name: config.node_name.clone(),
+        hostname: default_node_name(),
+        internal_ip: host_ip.clone(),
+        max_pods: config.max_pods,
+        runtime_version: format!("{}://{}", v.runtime_name, v.runtime_version),
+        kubelet_port,
+        allocatable,
+    };
+    // Admission's node until the apiserver's is read: the kubelet's own view.
+    let first = node_status::status(&facts, &machine, &readings.read(Ok(())), None, now());
+    let (node_tx, node_rx) = watch::channel(Arc::new(node_status::node(&facts, &machine, first)));
     if let Some(client) = client {
-        let v = cri.version();
         let reporter = NodeStatusReporter {
             nodes: kube::Api::all(client.clone()),
-            facts: NodeFacts {
-                name: config.node_name.clone(),
-                hostname: default_node_name(),
-                internal_ip: host_ip.clone(),
-                max_pods: config.max_pods,
-                runtime_version: format!("{}://{}", v.runtime_name, v.runtime_version),
-                kubelet_port,
-                eviction_hard: config.eviction_hard.clone(),
-            },
+            facts,
             machine,
             readings,
             pleg: pleg_health.clone(),
             update_frequency: config.node_status_update_frequency,
             report_frequency: config.node_status_report_frequency,
+            node: node_tx,
         };
         tasks.spawn(reporter.run(child.clone()));
         let lease = LeaseController {
@@ -371,7 +396,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         runtime,
         sources_ready,
         recorder,
-        config.max_pods,
+        node_rx,
     )
     .with_objects(object_sources)
     .with_health(sync_loop_health.clone());

@@ -6,6 +6,7 @@
 //!   workers.
 //! - [`pod_workers`]: one task per pod; `Syncing → Terminating → Terminated`.
 //! - [`prober`]: liveness, readiness and startup probes (exec, httpGet, tcpSocket, grpc).
+//! - [`lifecycle`]: pod admission against the node and the admitted pods (`OutOfcpu`, …).
 //! - [`active_deadline`]: the `activeDeadlineSeconds` of pods.
 //! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, env, images,
 //!   pull secrets, backoff).
@@ -25,7 +26,7 @@
 //! - [`eviction`]: eviction signals and the hard thresholds that decide the pressure
 //!   conditions and the reservation out of allocatable.
 //! - [`nodelease`]: the node's heartbeat Lease.
-//! - [`cm`]: pod cgroups.
+//! - [`cm`]: pod cgroups; node allocatable (`systemReserved`, `kubeReserved`).
 //! - [`events`]: the local event list.
 //! - [`watchdog`]: systemd notifications (`READY=1`, `STOPPING=1`, `STATUS=`) and the
 //!   watchdog pings, sent only while the sync loop goes round.
@@ -39,6 +40,7 @@ pub mod events;
 pub mod eviction;
 pub mod fieldpath;
 pub mod kubelet;
+pub mod lifecycle;
 pub mod mirror;
 pub mod node_status;
 pub mod nodelease;
@@ -74,4 +76,6 @@ pub enum KubeletError {
     Secure(#[from] server::secure::SecureError),
     #[error(transparent)]
     Watchdog(#[from] watchdog::WatchdogError),
+    #[error("systemReserved, kubeReserved and evictionHard: {0}")]
+    Allocatable(#[from] cm::allocatable::AllocatableError),
 }

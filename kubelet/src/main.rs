@@ -80,8 +80,27 @@ struct Args {
     /// memory.available<100Mi,nodefs.available<10% (0% or 100%: the signal is off).
     #[arg(long, value_parser = kubelet::eviction::statements)]
     eviction_hard: Option<std::collections::BTreeMap<String, String>>,
+    /// Resources kept for the system's daemons, replacing systemReserved, e.g.
+    /// cpu=500m,memory=1Gi,ephemeral-storage=1Gi,pid=1000.
+    #[arg(long, value_parser = key_values)]
+    system_reserved: Option<std::collections::BTreeMap<String, String>>,
+    /// Resources kept for Kubernetes' daemons (the kubelet, the runtime), replacing
+    /// kubeReserved, in the same form.
+    #[arg(long, value_parser = key_values)]
+    kube_reserved: Option<std::collections::BTreeMap<String, String>>,
     #[command(flatten)]
     log: daemon::LogArgs,
+}
+
+/// A `name=value,name=value` flag as a map, as upstream's `ConfigurationMap`.
+fn key_values(flag: &str) -> Result<std::collections::BTreeMap<String, String>, String> {
+    flag.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) => Ok((k.trim().to_string(), v.trim().to_string())),
+            None => Err(format!("missing value in {pair:?} (expected name=value)")),
+        })
+        .collect()
 }
 
 #[tokio::main]
@@ -145,6 +164,15 @@ async fn main() -> anyhow::Result<()> {
     if let Some(hard) = &args.eviction_hard {
         config.eviction_hard = kubelet::eviction::Thresholds::parse(hard, false)
             .map_err(|(signal, e)| anyhow::anyhow!("--eviction-hard: {signal}: {e}"))?;
+    }
+    for (flag, map, target) in [
+        ("--system-reserved", &args.system_reserved, &mut config.system_reserved),
+        ("--kube-reserved", &args.kube_reserved, &mut config.kube_reserved),
+    ] {
+        if let Some(map) = map {
+            *target = kubelet::cm::allocatable::Reserved::parse(map)
+                .map_err(|(key, e)| anyhow::anyhow!("{flag}: {key}: {e}"))?;
+        }
     }
     config.node_name = config.node_name.to_lowercase();
 

@@ -8,13 +8,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::mux::SourcesReady;
 use crate::config::{Op, PodUpdate, Source};
 use crate::events::{ObjectRef, Recorder};
+use crate::lifecycle::{self, Rejection};
 use crate::objects::ObjectSources;
 use crate::pleg::{PodLifecycleEvent, RuntimePods};
 use crate::pod_workers::{PodWorkers, Work, WorkQueue};
@@ -80,7 +81,9 @@ pub struct SyncLoop {
     runtime: Arc<RuntimeManager>,
     sources_ready: Arc<SourcesReady>,
     recorder: Recorder,
-    max_pods: usize,
+    /// The node as admission sees it: the apiserver's Node once the status reporter has
+    /// written it, the kubelet's own before (and standalone).
+    node: watch::Receiver<Arc<Node>>,
     /// The apiserver's ConfigMaps and Secrets, for API pods (`None` standalone).
     objects: ObjectSources,
     /// Marked at every iteration, for the watchdog and `/healthz`.
@@ -109,7 +112,7 @@ impl SyncLoop {
         runtime: Arc<RuntimeManager>,
         sources_ready: Arc<SourcesReady>,
         recorder: Recorder,
-        max_pods: u32,
+        node: watch::Receiver<Arc<Node>>,
     ) -> Self {
         Self {
             pods: BTreeMap::new(),
@@ -121,7 +124,7 @@ impl SyncLoop {
             runtime,
             sources_ready,
             recorder,
-            max_pods: max_pods as usize,
+            node,
             objects: ObjectSources::default(),
             health: None,
         }
@@ -231,7 +234,14 @@ impl SyncLoop {
         }
     }
 
-    fn handle_config(&mut self, update: PodUpdate) {
+    fn handle_config(&mut self, mut update: PodUpdate) {
+        if update.op == Op::Add {
+            // Admitted oldest first, as upstream's `HandlePodAdditions`.
+            update.pods.sort_by(|a, b| {
+                let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+                created(a).cmp(&created(b))
+            });
+        }
         for pod in update.pods {
             let uid = uid(&pod);
             match update.op {
@@ -282,30 +292,47 @@ impl SyncLoop {
         self.workers.update(uid, Work::Terminate { pod: Some(pod), grace });
     }
 
-    /// Admits a new pod (upstream's `canAdmitPod`, for the pod count) and starts its worker.
+    /// Admits a new pod (upstream's `canAdmitPod`) and starts its worker, or rejects it.
     fn add(&mut self, pod: Arc<Pod>) {
         let uid = uid(&pod);
         self.statuses.set_pod(pod.clone());
-        if self.pods.len() >= self.max_pods {
-            let message = format!(
-                "Node didn't have enough resource: pods, requested: 1, used: {}, capacity: {}",
-                self.pods.len(),
-                self.max_pods
-            );
-            self.recorder.warning(&ObjectRef::pod(&pod), "OutOfpods", message.clone());
-            let status = PodStatus {
-                phase: Some("Failed".into()),
-                reason: Some("OutOfpods".into()),
-                message: Some(message),
-                ..Default::default()
-            };
-            self.statuses.set_status(&uid, status, std::time::SystemTime::now());
+        let node = self.node.borrow().clone();
+        let admitted = self.active_pods();
+        if let Err(rejection) = lifecycle::admit(&pod, &admitted, &node) {
+            self.reject(&pod, rejection);
             return;
         }
         self.track_objects(&pod);
         self.pods.insert(uid.clone(), pod.clone());
         self.probes.add_pod(&pod);
         self.workers.update(&uid, Work::Sync(pod));
+    }
+
+    /// The admitted pods that have not finished (upstream's `filterOutInactivePods`).
+    fn active_pods(&self) -> Vec<&Pod> {
+        self.pods
+            .iter()
+            .filter(|(uid, _)| {
+                let phase = self.statuses.status(uid).and_then(|s| s.phase);
+                !matches!(phase.as_deref(), Some("Succeeded" | "Failed"))
+            })
+            .map(|(_, pod)| pod.as_ref())
+            .collect()
+    }
+
+    /// Upstream's `rejectPod`: a Warning event, and the pod `Failed` for good.
+    fn reject(&self, pod: &Pod, rejection: Rejection) {
+        let Rejection { reason, message } = rejection;
+        tracing::info!(pod = ?pod.metadata.name, %reason, %message, "pod rejected at admission");
+        self.recorder.warning(&ObjectRef::pod(pod), &reason, message.clone());
+        let status = PodStatus {
+            phase: Some("Failed".into()),
+            reason: Some(reason),
+            message: Some(format!("Pod was rejected: {message}")),
+            qos_class: pod.spec.as_ref().map(|s| api::qos::pod_qos(s).as_str().to_string()),
+            ..Default::default()
+        };
+        self.statuses.set_status(&uid(pod), status, std::time::SystemTime::now());
     }
 
     /// Kills pods the runtime holds that no source wants (once every source's first pods have

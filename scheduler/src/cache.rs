@@ -27,25 +27,7 @@ pub fn pod_uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_else(|| pod_key(pod))
 }
 
-/// A host port a pod claims: `hostIP` (`0.0.0.0` when unset), protocol (TCP when unset), port.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HostPort {
-    pub ip: String,
-    pub protocol: String,
-    pub port: i32,
-}
-
-pub const WILDCARD_IP: &str = "0.0.0.0";
-
-impl HostPort {
-    /// Upstream's `HostPortInfo.CheckConflict`: same protocol and port, and the same address or
-    /// either one the wildcard.
-    pub fn conflicts(&self, other: &HostPort) -> bool {
-        self.port == other.port
-            && self.protocol == other.protocol
-            && (self.ip == other.ip || self.ip == WILDCARD_IP || other.ip == WILDCARD_IP)
-    }
-}
+pub use api::scheduling::{HostPort, WILDCARD_IP};
 
 /// What the scheduler needs of a pod, computed once (upstream's `PodInfo` and PreFilter state).
 #[derive(Debug, Clone)]
@@ -61,29 +43,7 @@ pub struct PodInfo {
 impl PodInfo {
     pub fn new(pod: Arc<Pod>) -> Self {
         let spec = pod.spec.clone().unwrap_or_default();
-        let mut host_ports = Vec::new();
-        let sidecars = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
-        for c in spec.containers.iter().chain(sidecars) {
-            for p in c.ports.iter().flatten().filter(|p| p.host_port.is_some_and(|h| h > 0)) {
-                host_ports.push(HostPort {
-                    ip: p
-                        .host_ip
-                        .clone()
-                        .filter(|ip| !ip.is_empty())
-                        .unwrap_or_else(|| WILDCARD_IP.into()),
-                    protocol: p
-                        .protocol
-                        .clone()
-                        .filter(|p| !p.is_empty())
-                        .unwrap_or_else(|| "TCP".into()),
-                    port: p.host_port.unwrap_or_default(),
-                });
-            }
-        }
+        let host_ports = api::scheduling::host_ports(&spec);
         Self {
             key: pod_key(&pod),
             uid: pod_uid(&pod),

@@ -260,6 +260,11 @@ impl Kubelet {
         c.wait().ok()
     }
 
+    /// The exit status, once the kubelet has exited on its own.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok()?
+    }
+
     pub fn restart(&mut self) -> anyhow::Result<()> {
         self.spawn()
     }

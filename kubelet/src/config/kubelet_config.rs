@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::duration::GoDuration;
+use crate::cm::allocatable::{NodeAllocatable, ReservationError, Reserved};
 use crate::eviction::{ThresholdError, Thresholds};
 
 /// Upstream's `KubeletConfiguration` fields this kubelet does not act on yet (accepted, logged).
@@ -49,8 +50,6 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "failSwapOn",
     "memorySwap",
     "featureGates",
-    "systemReserved",
-    "kubeReserved",
     "enforceNodeAllocatable",
     "cpuManagerPolicy",
     "memoryManagerPolicy",
@@ -110,6 +109,9 @@ pub struct KubeletConfigFile {
     /// `evictionHard` as written: signal → threshold.
     pub eviction_hard: Option<BTreeMap<String, String>>,
     pub merge_default_eviction_settings: Option<bool>,
+    /// `systemReserved` and `kubeReserved` as written: resource → quantity.
+    pub system_reserved: Option<BTreeMap<String, String>>,
+    pub kube_reserved: Option<BTreeMap<String, String>>,
     /// Everything else: upstream fields we do not implement, and unknown ones.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -248,6 +250,10 @@ pub struct KubeletConfig {
     /// The hard eviction thresholds (`evictionHard`, `mergeDefaultEvictionSettings`;
     /// upstream's defaults when unset).
     pub eviction_hard: Thresholds,
+    /// What the system's and Kubernetes' daemons keep of the node (`systemReserved`,
+    /// `kubeReserved`, `--system-reserved`, `--kube-reserved`).
+    pub system_reserved: Reserved,
+    pub kube_reserved: Reserved,
 }
 
 impl Default for KubeletConfig {
@@ -290,6 +296,8 @@ impl Default for KubeletConfig {
             authorization_cache_unauthorized_ttl: Duration::from_secs(30),
             streaming_connection_idle_timeout: Duration::from_secs(4 * 60 * 60),
             eviction_hard: Thresholds::default(),
+            system_reserved: Reserved::default(),
+            kube_reserved: Reserved::default(),
         }
     }
 }
@@ -308,6 +316,8 @@ pub enum ConfigError {
     Invalid { field: &'static str, reason: String },
     #[error("kubelet config {path}: evictionHard[{signal}]: {source}")]
     EvictionHard { path: PathBuf, signal: String, source: ThresholdError },
+    #[error("kubelet config {path}: {field}[{key}]: {source}")]
+    Reserved { path: PathBuf, field: &'static str, key: String, source: ReservationError },
 }
 
 /// What a parsed file said beyond the fields we act on, for one log line each.
@@ -332,6 +342,18 @@ impl KubeletConfigFile {
             signal,
             source,
         })?;
+        for (field, map) in
+            [("systemReserved", &file.system_reserved), ("kubeReserved", &file.kube_reserved)]
+        {
+            if let Some(map) = map {
+                Reserved::parse(map).map_err(|(key, source)| ConfigError::Reserved {
+                    path: path.into(),
+                    field,
+                    key,
+                    source,
+                })?;
+            }
+        }
         Ok(file)
     }
 
@@ -365,6 +387,15 @@ impl KubeletConfigFile {
         // `parse` refused a file whose thresholds do not parse.
         if let Ok(Some(hard)) = self.eviction_hard() {
             c.eviction_hard = hard;
+        }
+        // `parse` refused a file whose reservations do not parse.
+        for (map, target) in [
+            (&self.system_reserved, &mut c.system_reserved),
+            (&self.kube_reserved, &mut c.kube_reserved),
+        ] {
+            if let Some(Ok(r)) = map.as_ref().map(Reserved::parse) {
+                *target = r;
+            }
         }
         if let Some(p) = &self.static_pod_path {
             c.static_pod_path = (!p.as_os_str().is_empty()).then(|| p.clone());
@@ -429,6 +460,15 @@ impl KubeletConfigFile {
 }
 
 impl KubeletConfig {
+    /// How allocatable is made from the node's capacity.
+    pub fn node_allocatable(&self) -> NodeAllocatable {
+        NodeAllocatable {
+            system: self.system_reserved.clone(),
+            kube: self.kube_reserved.clone(),
+            hard: self.eviction_hard.clone(),
+        }
+    }
+
     /// Whether anyone can authenticate to the kubelet API without a token: a client CA names
     /// callers, or anonymous callers are served.
     pub fn api_callers_possible(&self) -> bool {
@@ -562,6 +602,29 @@ someTypoField: true
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn system_and_kube_reserved_are_read_and_bad_entries_stop_the_start() {
+        use crate::cm::allocatable::Reservable;
+        let p = Path::new("/etc/kubernetes/kubelet.yaml");
+        let text = "systemReserved:\n  cpu: 500m\n  memory: 1Gi\nkubeReserved:\n  cpu: \"1\"\n  pid: \"100\"\n";
+        let file = KubeletConfigFile::parse(p, text).unwrap();
+        assert!(file.notes().accepted_not_implemented.is_empty(), "both are acted on");
+        let mut c = KubeletConfig::default();
+        file.apply(&mut c);
+        let a = c.node_allocatable();
+        assert_eq!(a.reservation(Reservable::Cpu, 4000), 1500);
+        assert_eq!(a.allocatable(Reservable::Memory, 4 << 30), (3 << 30) - (100 << 20));
+        assert_eq!(a.reservation(Reservable::Pid, 4096), 100);
+
+        let err = KubeletConfigFile::parse(p, "kubeReserved:\n  gpu: \"1\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kubelet config /etc/kubernetes/kubelet.yaml: kubeReserved[gpu]: cannot reserve \"gpu\" resource"
+        );
+        let err = KubeletConfigFile::parse(p, "systemReserved:\n  memory: lots\n").unwrap_err();
+        assert!(err.to_string().contains("systemReserved[memory]: \"lots\" is not a quantity"));
     }
 
     #[test]

@@ -15,7 +15,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::eviction::{Pressure, Signal, Thresholds};
+use crate::cm::allocatable::{NodeAllocatable, Reservable};
+use crate::eviction::{Pressure, Signal};
 
 pub use machine::{MachineInfo, Readings};
 
@@ -33,8 +34,9 @@ pub struct NodeFacts {
     pub runtime_version: String,
     /// The kubelet API's port (`daemonEndpoints.kubeletEndpoint`), 0 when not served.
     pub kubelet_port: u16,
-    /// `evictionHard`: decides the pressure conditions and is reserved out of allocatable.
-    pub eviction_hard: Thresholds,
+    /// How allocatable is made from capacity; its `evictionHard` also decides the pressure
+    /// conditions.
+    pub allocatable: NodeAllocatable,
 }
 
 /// The object the kubelet registers: labels and an initial status.
@@ -98,14 +100,16 @@ pub fn status(
     if ephemeral > 0 {
         capacity.insert("ephemeral-storage".into(), Quantity(format!("{}Ki", ephemeral / 1024)));
     }
-    // No system or kube reservations are configured: allocatable is the capacity less what
-    // the hard eviction thresholds hold back, as upstream's `GetNodeAllocatableAbsolute`.
+    // Allocatable: capacity less the system, kube and hard eviction reservations, as upstream's
+    // `GetNodeAllocatableAbsolute`.
+    let a = &facts.allocatable;
     let mut allocatable = capacity.clone();
-    let hard = &facts.eviction_hard;
-    let memory = hard.allocatable(Signal::MemoryAvailable, machine.memory_bytes);
+    let cpu = a.allocatable(Reservable::Cpu, machine.cpus as u64 * 1000);
+    allocatable.insert("cpu".into(), Quantity(Reservable::Cpu.format(cpu)));
+    let memory = a.allocatable(Reservable::Memory, machine.memory_bytes);
     allocatable.insert("memory".into(), bytes(memory));
     if ephemeral > 0 {
-        let storage = hard.allocatable(Signal::NodeFsAvailable, ephemeral);
+        let storage = a.allocatable(Reservable::EphemeralStorage, ephemeral);
         allocatable.insert("ephemeral-storage".into(), bytes(storage));
     }
     let mut addresses = Vec::new();
@@ -114,7 +118,7 @@ pub fn status(
     }
     addresses.push(NodeAddress { type_: "Hostname".into(), address: facts.hostname.clone() });
 
-    let met = hard.met(&readings.observed);
+    let met = a.hard.met(&readings.observed);
     let under = |p: Pressure| met.iter().any(|s| s.pressure() == p);
     let ready = match &readings.runtime_health {
         Ok(()) => condition("Ready", true, "KubeletReady", "kubelet is posting ready status"),

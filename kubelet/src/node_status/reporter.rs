@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{Node, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -34,6 +35,9 @@ pub struct NodeStatusReporter {
     pub pleg: Arc<PlegHealth>,
     pub update_frequency: Duration,
     pub report_frequency: Duration,
+    /// The Node as the apiserver last answered it (labels and taints others set included),
+    /// for admission.
+    pub node: watch::Sender<Arc<Node>>,
 }
 
 pub fn now() -> Time {
@@ -51,17 +55,20 @@ impl NodeStatusReporter {
         let node = super::node(&self.facts, &self.machine, self.current(None));
         let err = |source| NodeStatusError::Register { node: self.facts.name.clone(), source };
         match self.nodes.create(&PostParams::default(), &node).await {
-            Ok(_) => {
+            Ok(created) => {
+                self.node.send_replace(Arc::new(created));
                 tracing::info!(node = %self.facts.name, "registered the node");
                 Ok(())
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 // Keep the labels we own current on the existing object.
                 let labels = serde_json::json!({"metadata": {"labels": node.metadata.labels}});
-                self.nodes
+                let adopted = self
+                    .nodes
                     .patch(&self.facts.name, &PatchParams::default(), &Patch::Merge(&labels))
                     .await
                     .map_err(err)?;
+                self.node.send_replace(Arc::new(adopted));
                 tracing::info!(node = %self.facts.name, "node already registered; adopted it");
                 Ok(())
             }
@@ -74,7 +81,9 @@ impl NodeStatusReporter {
         self.nodes
             .patch_status(&self.facts.name, &PatchParams::default(), &Patch::Merge(&body))
             .await
-            .map(drop)
+            .map(|node| {
+                self.node.send_replace(Arc::new(node));
+            })
             .map_err(|source| NodeStatusError::Post { node: self.facts.name.clone(), source })
     }
 

@@ -1,6 +1,6 @@
 use super::machine::ReadingSource;
 use super::*;
-use crate::eviction::{Observation, Observations};
+use crate::eviction::{Observation, Observations, Thresholds};
 
 fn facts() -> NodeFacts {
     NodeFacts {
@@ -10,7 +10,7 @@ fn facts() -> NodeFacts {
         max_pods: 110,
         runtime_version: "containerd://1.6.20".into(),
         kubelet_port: 10250,
-        eviction_hard: Thresholds::default(),
+        allocatable: NodeAllocatable::default(),
     }
 }
 
@@ -192,7 +192,13 @@ fn machine_facts_and_readings_come_from_the_root_given() {
 fn each_pressure_follows_its_own_signals_and_thresholds_set_in_the_config() {
     let tight = |pairs: &[(&str, &str)]| {
         let written = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        NodeFacts { eviction_hard: Thresholds::parse(&written, false).unwrap(), ..facts() }
+        NodeFacts {
+            allocatable: NodeAllocatable {
+                hard: Thresholds::parse(&written, false).unwrap(),
+                ..Default::default()
+            },
+            ..facts()
+        }
     };
     let under = |facts: &NodeFacts, r: &Readings| {
         let s = status(facts, &machine(), r, None, t(100));

@@ -1,4 +1,6 @@
-//! Container manager: pod cgroups. Pods live under `<cgroupRoot>/kubepods[/<qos>]/pod<uid>` as
+//! Container manager: pod cgroups; [`allocatable`]: what pods may have of the node.
+//!
+//! Pod cgroups. Pods live under `<cgroupRoot>/kubepods[/<qos>]/pod<uid>` as
 //! upstream's cgroupfs driver names them; the runtime creates the directories when it starts
 //! containers in them, the kubelet removes a pod's directories once the pod is gone.
 //!
@@ -10,6 +12,8 @@
 //! production, a temp dir in tests). Both v1 (one hierarchy per controller) and v2 (one unified
 //! hierarchy) layouts are handled: every hierarchy under the root that holds the pod's path is
 //! cleaned.
+
+pub mod allocatable;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,191 @@
+//! Upstream's `predicateAdmitHandler.Admit` and `generalFilter`, pure: a new pod against the
+//! node (its labels, taints and allocatable) and the pods already admitted to it.
+
+use std::collections::BTreeMap;
+
+use api::resources::{self, Resource};
+use api::scheduling::{self, HostPort};
+use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+
+/// Why a pod was not admitted: the pod status's `reason` and the message after
+/// `Pod was rejected: `.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub reason: String,
+    pub message: String,
+}
+
+impl Rejection {
+    fn new(reason: &str, message: impl Into<String>) -> Self {
+        Self { reason: reason.to_string(), message: message.into() }
+    }
+}
+
+/// One failed check, as upstream's `PredicateFailureReason`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    /// Upstream's `InsufficientResourceError`: cpu in millicores, the rest in units.
+    Insufficient { resource: String, requested: i64, used: i64, capacity: i64 },
+    /// Upstream's `PredicateFailureError`: the scheduler plugin's name and reason.
+    Predicate { name: &'static str, desc: &'static str },
+}
+
+impl Failure {
+    fn rejection(&self) -> Rejection {
+        match self {
+            Failure::Insufficient { resource, requested, used, capacity } => Rejection {
+                reason: format!("OutOf{resource}"),
+                message: format!(
+                    "Node didn't have enough resource: {resource}, requested: {requested}, used: {used}, capacity: {capacity}"
+                ),
+            },
+            Failure::Predicate { name, desc } => {
+                Rejection::new(name, format!("Predicate {name} failed: {desc}"))
+            }
+        }
+    }
+}
+
+/// Extended resources (a domain-prefixed name outside `kubernetes.io/`) the node does not
+/// advertise are cluster-level ones, not counted here, as upstream's
+/// `removeMissingExtendedResources`.
+fn is_extended(name: &str) -> bool {
+    name.contains('/') && !name.contains("kubernetes.io/")
+}
+
+/// Upstream's `noderesources.Fits` (with every failure): one more pod must be allowed, and each
+/// resource the pod requests must fit in allocatable less what the admitted pods request.
+fn fits(want: &Resource, admitted: &[&Pod], node: &Node) -> Vec<Failure> {
+    let empty = BTreeMap::new();
+    let alloc_list = node.status.as_ref().and_then(|s| s.allocatable.as_ref()).unwrap_or(&empty);
+    let alloc = Resource::from_list(Some(alloc_list));
+    let allowed = resources::allowed_pods(Some(alloc_list));
+    let mut used = Resource::default();
+    for p in admitted {
+        if let Some(spec) = &p.spec {
+            used.add(&resources::pod_requests(spec));
+        }
+    }
+    let mut failures = Vec::new();
+    let count = i64::try_from(admitted.len()).unwrap_or(i64::MAX);
+    if count.saturating_add(1) > allowed {
+        failures.push(Failure::Insufficient {
+            resource: "pods".into(),
+            requested: 1,
+            used: count,
+            capacity: allowed,
+        });
+    }
+    let mut check = |resource: &str, want: i64, used: i64, capacity: i64| {
+        if want > 0 && want > capacity.saturating_sub(used) {
+            failures.push(Failure::Insufficient {
+                resource: resource.to_string(),
+                requested: want,
+                used,
+                capacity,
+            });
+        }
+    };
+    check(resources::CPU, want.milli_cpu, used.milli_cpu, alloc.milli_cpu);
+    check(resources::MEMORY, want.memory, used.memory, alloc.memory);
+    check(
+        resources::EPHEMERAL_STORAGE,
+        want.ephemeral_storage,
+        used.ephemeral_storage,
+        alloc.ephemeral_storage,
+    );
+    for (name, amount) in &want.scalar {
+        let Some(have) = alloc.scalar.get(name) else {
+            if !is_extended(name) {
+                check(name, *amount, 0, 0);
+            }
+            continue;
+        };
+        check(name, *amount, used.scalar.get(name).copied().unwrap_or(0), *have);
+    }
+    failures
+}
+
+fn node_name(node: &Node) -> &str {
+    node.metadata.name.as_deref().unwrap_or_default()
+}
+
+fn is_static(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(api::keys::CONFIG_SOURCE))
+        .is_some_and(|s| s != api::keys::SOURCE_API)
+}
+
+/// Upstream's `generalFilter`: `AdmissionCheck` with every failure, then untolerated
+/// `NoExecute` taints for all but static pods.
+fn general_filter(pod: &Pod, spec: &PodSpec, admitted: &[&Pod], node: &Node) -> Vec<Failure> {
+    let mut failures = fits(&resources::pod_requests(spec), admitted, node);
+    if !scheduling::node_affinity_matches(spec, node) {
+        failures.push(Failure::Predicate {
+            name: "NodeAffinity",
+            desc: "node(s) didn't match Pod's node affinity/selector",
+        });
+    }
+    if spec.node_name.as_deref().is_some_and(|n| !n.is_empty() && n != node_name(node)) {
+        failures.push(Failure::Predicate {
+            name: "NodeName",
+            desc: "node(s) didn't match the requested node name",
+        });
+    }
+    let wanted = scheduling::host_ports(spec);
+    if !wanted.is_empty() {
+        let used: Vec<HostPort> = admitted
+            .iter()
+            .filter_map(|p| p.spec.as_ref())
+            .flat_map(scheduling::host_ports)
+            .collect();
+        if wanted.iter().any(|w| used.iter().any(|u| u.conflicts(w))) {
+            failures.push(Failure::Predicate {
+                name: "NodePorts",
+                desc: "node(s) didn't have free ports for the requested pod ports",
+            });
+        }
+    }
+    if !is_static(pod) {
+        let tolerations = spec.tolerations.as_deref().unwrap_or_default();
+        if scheduling::untolerated_taint(node, tolerations, &["NoExecute"]).is_some() {
+            failures.push(Failure::Predicate {
+                name: "TaintToleration",
+                desc: "node(s) had untolerated taint(s)",
+            });
+        }
+    }
+    failures
+}
+
+/// Whether `pod` may run on `node` beside the `admitted` pods; the first failure decides the
+/// rejection, as upstream's.
+pub fn admit(pod: &Pod, admitted: &[&Pod], node: &Node) -> Result<(), Rejection> {
+    let os_label = |labels: Option<&BTreeMap<String, String>>| {
+        labels.and_then(|l| l.get(api::keys::LABEL_OS)).cloned()
+    };
+    let node_os = os_label(node.metadata.labels.as_ref()).unwrap_or_else(|| "linux".into());
+    if os_label(pod.metadata.labels.as_ref()).is_some_and(|os| os != node_os) {
+        return Err(Rejection::new(
+            "PodOSSelectorNodeLabelDoesNotMatch",
+            "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+        ));
+    }
+    let empty = PodSpec::default();
+    let spec = pod.spec.as_ref().unwrap_or(&empty);
+    if spec.os.as_ref().is_some_and(|os| os.name != "linux") {
+        return Err(Rejection::new(
+            "PodOSNotSupported",
+            "Failed to admit pod as the OS field doesn't match node OS",
+        ));
+    }
+    match general_filter(pod, spec, admitted, node).first() {
+        None => Ok(()),
+        Some(failure) => Err(failure.rejection()),
+    }
+}
+
+#[cfg(test)]
+mod tests;
