@@ -22,6 +22,7 @@ use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
 use crate::events::{self, Recorder};
 use crate::fieldpath::Allocatable;
+use crate::metrics::KubeletMetrics;
 use crate::mirror::MirrorSync;
 use crate::node_status::machine::{NodeSample, ReadingSource};
 use crate::node_status::reporter::{NodeStatusReporter, now};
@@ -157,6 +158,9 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         None => None,
     };
     let Some(cri) = connect_runtime(&endpoint, options, &stop).await else { return Ok(()) };
+    let metrics = Arc::new(KubeletMetrics::new(&config.node_name));
+    // Every CRI call from here on is counted as a runtime operation.
+    let cri = cri.observed_by(metrics.runtime.clone());
 
     let machine = MachineInfo::read(Path::new("/"));
     let readings = ReadingSource {
@@ -232,6 +236,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             Arc::new(crate::runtime::pull_secrets::ApiSecrets(c.clone()))
                 as Arc<dyn crate::runtime::pull_secrets::SecretSource>
         }),
+        metrics.clone(),
     ));
     let statuses = Arc::new(StatusManager::default());
     let queue = Arc::new(WorkQueue::default());
@@ -274,6 +279,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         events: pleg_tx.clone(),
         pods: pods_tx,
         health: pleg_health.clone(),
+        metrics: metrics.clone(),
     };
     tasks.spawn(relist.run(child.clone()));
     tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, child.clone()));
@@ -294,10 +300,11 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         pleg: pleg_health.clone(),
         sync_loop: sync_loop_health.clone(),
         stats,
+        metrics: metrics.clone(),
     };
     if config.read_only_port != 0 {
         let listener = server::bind(SocketAddr::new(config.address, config.read_only_port)).await?;
-        tracing::info!(addr = ?listener.local_addr().ok(), "serving the read-only API (/pods, /healthz, /stats/summary, /metrics/resource, /manifests, /events)");
+        tracing::info!(addr = ?listener.local_addr().ok(), "serving the read-only API (/pods, /healthz, /stats/summary, /metrics, /metrics/probes, /metrics/resource, /manifests, /events)");
         tasks.spawn(server::serve(
             listener,
             server::read_only_router(state.clone()),
@@ -372,6 +379,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             results: probe_results.clone(),
             recorder: recorder.clone(),
             started: tokio::time::Instant::now(),
+            metrics: metrics.clone(),
         }),
         child.child_token(),
     );
@@ -385,6 +393,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         done: done_tx,
         host_ip,
         resync: config.sync_frequency,
+        metrics,
     });
     let workers = PodWorkers::new(ctx, child.child_token());
     let sync_loop = SyncLoop::new(

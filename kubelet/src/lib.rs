@@ -21,6 +21,8 @@
 //! - [`mirror`]: mirror pods, the apiserver's reflection of static pods.
 //! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
 //! - [`server`]: the HTTP APIs: read-only, and the secure one (logs, exec).
+//! - [`metrics`]: the kubelet's own metrics (`/metrics`, `/metrics/probes`), recorded where
+//!   the work happens.
 //! - [`stats`]: resource usage of the node, its pods and containers (the summary API).
 //! - [`node_status`]: the Node object: registration and status.
 //! - [`eviction`]: eviction signals and the hard thresholds that decide the pressure
@@ -41,6 +43,7 @@ pub mod eviction;
 pub mod fieldpath;
 pub mod kubelet;
 pub mod lifecycle;
+pub mod metrics;
 pub mod mirror;
 pub mod node_status;
 pub mod nodelease;

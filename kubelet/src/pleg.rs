@@ -14,6 +14,8 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::KubeletMetrics;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
     ContainerStarted,
@@ -126,6 +128,33 @@ pub struct Pleg {
     pub events: mpsc::Sender<PodLifecycleEvent>,
     pub pods: watch::Sender<RuntimePods>,
     pub health: Arc<PlegHealth>,
+    pub metrics: Arc<KubeletMetrics>,
+}
+
+/// What upstream's relist counts for its metrics: pods with a ready sandbox, containers by
+/// state (`CONTAINER_STATES`' order).
+fn running_counts(snap: &Snapshot) -> (usize, [usize; 4]) {
+    let ready = cri::PodSandboxState::SandboxReady as i32;
+    let mut pods = BTreeSet::new();
+    let mut containers = [0; 4];
+    for (uid, item) in snap.values() {
+        match item {
+            Item::Sandbox(s) if *s == ready => {
+                pods.insert(uid);
+            }
+            Item::Sandbox(_) => {}
+            Item::Container(s) => {
+                let i = match cri::ContainerState::try_from(*s) {
+                    Ok(cri::ContainerState::ContainerCreated) => 0,
+                    Ok(cri::ContainerState::ContainerRunning) => 1,
+                    Ok(cri::ContainerState::ContainerExited) => 2,
+                    _ => 3,
+                };
+                containers[i] += 1;
+            }
+        }
+    }
+    (pods.len(), containers)
 }
 
 impl Pleg {
@@ -151,6 +180,7 @@ impl Pleg {
     /// Relists until `stop`.
     pub async fn run(self, stop: CancellationToken) {
         let mut last = Snapshot::new();
+        let mut last_relist: Option<Instant> = None;
         let mut ticker = tokio::time::interval(self.period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -159,6 +189,9 @@ impl Pleg {
                 _ = ticker.tick() => {}
             }
             let started = Instant::now();
+            if let Some(previous) = last_relist.replace(started) {
+                self.metrics.pleg_relist_interval.observe_duration(started - previous);
+            }
             let snap = match self.relist().await {
                 Ok(s) => s,
                 Err(e) => {
@@ -167,6 +200,8 @@ impl Pleg {
                 }
             };
             self.health.mark();
+            let (pods, containers) = running_counts(&snap);
+            self.metrics.relisted(pods, containers);
             for event in diff(&last, &snap) {
                 if self.events.send(event).await.is_err() {
                     return;
@@ -179,6 +214,7 @@ impl Pleg {
                 changed
             });
             last = snap;
+            self.metrics.pleg_relist_duration.observe_duration(started.elapsed());
             tracing::trace!(took = ?started.elapsed(), "relisted");
         }
     }
@@ -236,6 +272,67 @@ pub async fn run_evented(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relist_counts_pods_with_a_ready_sandbox_and_containers_by_state() {
+        let ready = cri::PodSandboxState::SandboxReady as i32;
+        let not_ready = cri::PodSandboxState::SandboxNotready as i32;
+        let snap = Snapshot::from([
+            ("s1".to_string(), ("p1".to_string(), Item::Sandbox(ready))),
+            ("s2".to_string(), ("p2".to_string(), Item::Sandbox(not_ready))),
+            ("s3".to_string(), ("p3".to_string(), Item::Sandbox(ready))),
+            ("c1".to_string(), c("p1", cri::ContainerState::ContainerRunning)),
+            ("c2".to_string(), c("p1", cri::ContainerState::ContainerExited)),
+            ("c3".to_string(), c("p3", cri::ContainerState::ContainerCreated)),
+            ("c4".to_string(), c("p3", cri::ContainerState::ContainerUnknown)),
+        ]);
+        assert_eq!(running_counts(&snap), (2, [1, 1, 1, 1]));
+    }
+
+    #[tokio::test]
+    async fn the_relist_loop_records_its_duration_interval_and_what_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = fake_cri::FakeCriServer::start(&dir.path().join("cri.sock")).unwrap();
+        let cri = CriClient::connect(fake.endpoint(), Default::default()).await.unwrap();
+        let config = cri::PodSandboxConfig {
+            metadata: Some(cri::PodSandboxMetadata {
+                name: "p".into(),
+                uid: "u1".into(),
+                namespace: "default".into(),
+                attempt: 0,
+            }),
+            labels: HashMap::from([(keys::POD_UID.to_string(), "u1".to_string())]),
+            ..Default::default()
+        };
+        let run =
+            cri::RunPodSandboxRequest { config: Some(config), runtime_handler: String::new() };
+        cri.run_pod_sandbox(run).await.unwrap();
+        let metrics = Arc::new(KubeletMetrics::new("n"));
+        let (events, _events_rx) = mpsc::channel(16);
+        let (pods, _pods_rx) = watch::channel(RuntimePods::default());
+        let pleg = Pleg {
+            cri,
+            period: Duration::from_millis(20),
+            events,
+            pods,
+            health: Arc::default(),
+            metrics: metrics.clone(),
+        };
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(pleg.run(stop.clone()));
+        for _ in 0..200 {
+            if metrics.pleg_relist_interval.count() >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stop.cancel();
+        task.await.unwrap();
+        assert!(metrics.pleg_relist_interval.count() >= 2);
+        assert!(metrics.pleg_relist_duration.count() >= 2);
+        assert!(metrics.pleg_last_seen.get() > 1.7e9);
+        assert_eq!(metrics.running_pods.get(), 1.0);
+    }
 
     fn c(uid: &str, s: cri::ContainerState) -> (String, Item) {
         (uid.to_string(), Item::Container(s as i32))

@@ -17,6 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::active_deadline::{self, Deadline};
 use crate::events::{ObjectRef, Recorder};
+use crate::metrics::{KubeletMetrics, SyncType};
 use crate::prober::ProbeResults;
 use crate::runtime::sync::{ERROR_REQUEUE, SyncOutcome, Waiting, grace_period};
 use crate::runtime::{KillOptions, RuntimeManager};
@@ -251,6 +252,8 @@ pub struct WorkerContext {
     pub host_ip: Option<String>,
     /// Resync interval (`syncFrequency`).
     pub resync: Duration,
+    /// Sync and kill durations, pod startup latencies.
+    pub metrics: Arc<KubeletMetrics>,
 }
 
 /// The set of workers, owned by the sync loop.
@@ -319,6 +322,7 @@ impl PodWorkers {
 /// [`preempts`] says so — feeding how it ended back into [`step`]. Ends after `Remove`.
 async fn run_worker(ctx: &WorkerContext, uid: &str, mailbox: &Mailbox) {
     let mut state = WorkerState::Syncing;
+    let mut synced_before = false;
     loop {
         let work = mailbox.take().await;
         let (mut next, mut action) = step(state, Input::Work(work));
@@ -330,17 +334,28 @@ async fn run_worker(ctx: &WorkerContext, uid: &str, mailbox: &Mailbox) {
             let ended = match action {
                 Action::Nothing => break,
                 Action::Sync(pod) => {
+                    let kind = if synced_before { SyncType::Sync } else { SyncType::Create };
+                    let started = Instant::now();
                     let sync = Box::pin(sync_once(ctx, uid, &pod));
                     match mailbox.preemptible(state, sync).await {
-                        Some(finished) => Input::Synced { finished },
+                        Some(finished) => {
+                            synced_before = true;
+                            ctx.metrics.pod_worker(kind, started.elapsed().as_secs_f64());
+                            Input::Synced { finished }
+                        }
                         None => break, // a termination is waiting in the mailbox
                     }
                 }
                 Action::Kill { pod, grace, hooks } => {
                     ctx.queue.forget(uid);
+                    let started = Instant::now();
                     let kill = Box::pin(kill(ctx, uid, pod.as_deref(), grace, hooks));
                     match mailbox.preemptible(state, kill).await {
-                        Some(()) => Input::Killed,
+                        Some(()) => {
+                            let took = started.elapsed().as_secs_f64();
+                            ctx.metrics.pod_worker(SyncType::Kill, took);
+                            Input::Killed
+                        }
                         None => break, // a shorter grace period is waiting in the mailbox
                     }
                 }
@@ -380,7 +395,13 @@ async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) -> bool {
             }
             let status = generate(ctx, pod, &outcome, None);
             let finished = status::is_terminal(&status);
-            ctx.statuses.set_status(uid, status, SystemTime::now());
+            let was_pending = ctx
+                .statuses
+                .status(uid)
+                .is_none_or(|s| s.phase.as_deref().is_none_or(|p| p == "Pending"));
+            let now = SystemTime::now();
+            ctx.metrics.pod_status(pod, was_pending, &status, now);
+            ctx.statuses.set_status(uid, status, now);
             if !finished {
                 let mut after = outcome.requeue_after.unwrap_or(ctx.resync);
                 if let Deadline::In(left) = deadline {
@@ -459,6 +480,7 @@ async fn kill(
 /// Removes what the pod left behind, retrying until the runtime lets it.
 async fn remove(ctx: &WorkerContext, uid: &str) {
     ctx.queue.forget(uid);
+    ctx.metrics.pod_starts.forget(uid);
     ctx.reasons.forget(uid);
     let stopped = KillOptions { pod: None, grace: None, hooks: false };
     retrying(uid, "removing the pod", || async {

@@ -44,9 +44,16 @@ impl Default for ClientOptions {
     }
 }
 
+/// Told of every call a [`CriClient`] makes once it ends: the one place that sees them all
+/// (the kubelet's runtime operation metrics).
+pub trait CallObserver: Send + Sync + std::fmt::Debug {
+    /// `rpc` (as [`CallError::rpc`] names it) took `elapsed` and failed or not.
+    fn observe(&self, rpc: &'static str, elapsed: Duration, failed: bool);
+}
+
 /// A connected CRI v1 runtime (RuntimeService and ImageService on one socket).
 ///
-/// Cloning is cheap: clones share the HTTP/2 connection.
+/// Cloning is cheap: clones share the HTTP/2 connection (and the observer).
 #[derive(Debug, Clone)]
 pub struct CriClient {
     endpoint: String,
@@ -54,6 +61,7 @@ pub struct CriClient {
     images: ImageServiceClient<Channel>,
     options: ClientOptions,
     version: cri::VersionResponse,
+    observer: Option<Arc<dyn CallObserver>>,
 }
 
 impl CriClient {
@@ -150,7 +158,15 @@ impl CriClient {
             images: ImageServiceClient::new(channel),
             options,
             version,
+            observer: None,
         })
+    }
+
+    /// This client, telling `observer` of every call from now on (clones made after too).
+    #[must_use]
+    pub fn observed_by(mut self, observer: Arc<dyn CallObserver>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// The endpoint as given, with its scheme.
@@ -179,12 +195,16 @@ impl CriClient {
     {
         let mut request = tonic::Request::new(req);
         request.set_timeout(deadline + SERVER_DEADLINE_SLACK);
-        let kind = match tokio::time::timeout(deadline, call(request)).await {
-            Ok(Ok(response)) => return Ok(response.into_inner()),
-            Ok(Err(status)) => CallErrorKind::Status(status),
-            Err(_) => CallErrorKind::DeadlineExceeded(deadline),
+        let started = std::time::Instant::now();
+        let result = match tokio::time::timeout(deadline, call(request)).await {
+            Ok(Ok(response)) => Ok(response.into_inner()),
+            Ok(Err(status)) => Err(CallErrorKind::Status(status)),
+            Err(_) => Err(CallErrorKind::DeadlineExceeded(deadline)),
         };
-        Err(CallError { rpc, endpoint: self.endpoint.clone(), kind })
+        if let Some(observer) = &self.observer {
+            observer.observe(rpc, started.elapsed(), result.is_err());
+        }
+        result.map_err(|kind| CallError { rpc, endpoint: self.endpoint.clone(), kind })
     }
 
     /// `StopContainer`: the runtime may take the grace period before it kills, so the deadline

@@ -15,6 +15,6 @@ pub mod server;
 /// CRI v1 (`runtime.v1`) types, clients and server traits.
 pub use k8s_cri::v1 as cri;
 
-pub use client::{ClientOptions, CriClient};
+pub use client::{CallObserver, ClientOptions, CriClient};
 pub use endpoint::UnixEndpoint;
 pub use error::{CallError, ConnectError, EndpointError, ServeError};

@@ -32,6 +32,7 @@ pub use results::{ProbeKind, ProbeResult, ProbeResults, ProbeUpdate};
 use worker::ProbeTarget;
 
 use crate::events::Recorder;
+use crate::metrics::KubeletMetrics;
 use crate::status::StatusManager;
 
 /// Why a probe or hook cannot be aimed at anything.
@@ -172,6 +173,8 @@ pub struct ProberContext {
     pub recorder: Recorder,
     /// When the prober started (the first probes after a restart are spread over a period).
     pub started: Instant,
+    /// `prober_probe_total` and `prober_probe_duration_seconds`.
+    pub metrics: Arc<KubeletMetrics>,
 }
 
 /// The containers that are probed: app containers and sidecars (restartable init containers).

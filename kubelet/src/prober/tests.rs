@@ -89,6 +89,7 @@ async fn context() -> (Arc<ProberContext>, fake_cri::FakeCriServer, tempfile::Te
         results: Arc::new(ProbeResults::default()),
         recorder: Recorder::default(),
         started: Instant::now() - Duration::from_secs(3600),
+        metrics: Arc::new(crate::metrics::KubeletMetrics::new("n")),
     };
     (Arc::new(ctx), fake, dir)
 }
@@ -136,6 +137,28 @@ async fn thresholds_decide_when_a_verdict_changes_and_a_new_container_starts_ove
     worker::probe_once(&t, &ctx, &mut memory).await;
     assert_eq!(ctx.results.get(ProbeKind::Readiness, "c1"), None, "the old container is forgotten");
     assert_eq!(ctx.results.get(ProbeKind::Readiness, "c2"), Some(ProbeResult::Failure));
+}
+
+#[tokio::test]
+async fn each_probe_is_counted_by_result_and_the_worker_forgets_its_series_when_it_stops() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (ctx, _fake, _dir) = context().await;
+    let t = target(serde_json::json!({"tcpSocket": {"port": port}, "failureThreshold": 3}));
+    let mut memory = worker::Memory::default();
+    worker::probe_once(&t, &ctx, &mut memory).await;
+    worker::probe_once(&t, &ctx, &mut memory).await;
+    drop(listener);
+    worker::probe_once(&t, &ctx, &mut memory).await;
+    let text = ctx.metrics.render_probes();
+    let series = "prober_probe_total{container=\"web\",namespace=\"default\",pod=\"p\",pod_uid=\"u\",probe_type=\"Readiness\"";
+    assert!(text.contains(&format!("{series},result=\"successful\"}} 2\n")), "{text}");
+    assert!(text.contains(&format!("{series},result=\"failed\"}} 1\n")), "{text}");
+    assert!(text.contains("prober_probe_duration_seconds_count{container=\"web\",namespace=\"default\",pod=\"p\",probe_type=\"Readiness\"} 2\n"), "{text}");
+    let stop = CancellationToken::new();
+    stop.cancel();
+    worker::run(t, ctx.clone(), stop).await;
+    assert!(!ctx.metrics.render_probes().contains("prober_probe_total"), "forgotten");
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::results::{ProbeKind, ProbeResult, ProbeUpdate};
 use super::{Handler, Outcome, ProberContext};
 use crate::events::ObjectRef;
+use crate::metrics::prober::{ProbeLabels, ProbeOutcome};
 
 /// Upstream's defaults.
 const DEFAULT_PERIOD: i32 = 10;
@@ -56,6 +57,18 @@ impl ProbeTarget {
     /// What its events are about: the probed container.
     fn object(&self) -> ObjectRef {
         ObjectRef::container(&self.pod, &self.container.name)
+    }
+
+    /// Its series' labels in the prober's metrics.
+    pub fn labels(&self) -> ProbeLabels {
+        let meta = &self.pod.metadata;
+        ProbeLabels {
+            probe_type: self.kind.title(),
+            container: self.container.name.clone(),
+            pod: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            pod_uid: self.uid().to_string(),
+        }
     }
 }
 
@@ -122,6 +135,7 @@ pub async fn run(target: ProbeTarget, ctx: Arc<ProberContext>, stop: Cancellatio
     if let Some(id) = &memory.container_id {
         ctx.results.remove(target.kind, id);
     }
+    ctx.metrics.prober.forget(&target.labels());
 }
 
 /// One tick (upstream's `doProbe`); false when the worker should stop.
@@ -187,6 +201,7 @@ pub(crate) async fn probe_once(
             return true;
         }
     };
+    let probing = std::time::Instant::now();
     let mut outcome = Outcome::Unknown(String::new());
     for _ in 0..MAX_TRIES {
         outcome = handler.run(&ctx.cri, target.timeout()).await;
@@ -219,9 +234,16 @@ pub(crate) async fn probe_once(
                 "Unhealthy",
                 format!("{title} probe errored and resulted in unknown state: {e}"),
             );
-            return true; // thrown away, as upstream
+            return true; // thrown away (and not counted), as upstream
         }
     };
+    let counted = match result {
+        ProbeResult::Success => ProbeOutcome::Successful,
+        ProbeResult::Failure => ProbeOutcome::Failed,
+        ProbeResult::Unknown => ProbeOutcome::Unknown,
+    };
+    let took = probing.elapsed().as_secs_f64();
+    ctx.metrics.prober.record(&target.labels(), counted, took);
     if memory.last == Some(result) {
         memory.run = memory.run.saturating_add(1);
     } else {

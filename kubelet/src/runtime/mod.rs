@@ -38,6 +38,7 @@ use proto::{CallError, CriClient, cri};
 
 use crate::cm::{CgroupLayout, Cgroups};
 use crate::events::{ObjectRef, Recorder};
+use crate::metrics::KubeletMetrics;
 use crate::volume::{self as pod_volume, TeardownError, VolumeManager};
 use status::{ContainerInfo, ContainerState, PodRuntimeStatus, container_info, sandbox_info};
 
@@ -97,6 +98,8 @@ pub struct RuntimeManager {
     /// runtime's work per sandbox (shim, runc, CNI) is CPU-bound; a bounded pipeline brings the
     /// first pods up in a fraction of the time an unbounded burst takes, and the last no later.
     creations: tokio::sync::Semaphore,
+    /// Pods and containers started, and pods' image pulls for their startup latency.
+    pub metrics: Arc<KubeletMetrics>,
 }
 
 /// Pods created at once: twice the CPUs (measured in BENCHMARKS.md).
@@ -117,6 +120,7 @@ impl RuntimeManager {
         recorder: Recorder,
         volumes: VolumeManager,
         secrets: Option<Arc<dyn pull_secrets::SecretSource>>,
+        metrics: Arc<KubeletMetrics>,
     ) -> Self {
         let runtime_name = cri.version().runtime_name.clone();
         let node_keyring = crate::credentialprovider::NodeKeyring::new(
@@ -130,9 +134,10 @@ impl RuntimeManager {
             cgroupfs,
             recorder,
             restarts: Mutex::new(backoff::Backoff::restarts()),
-            images: images::ImageManager::new(node_keyring, secrets),
+            images: images::ImageManager::new(node_keyring, secrets).with_metrics(metrics.clone()),
             volumes,
             creations: tokio::sync::Semaphore::new(creation_limit()),
+            metrics,
         }
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::{Container, Pod};
-use proto::cri;
+use proto::{CallError, cri};
 
 use super::actions::{KillAction, compute_pod_actions, is_sidecar};
 use super::container::{ContainerContext, container_config};
@@ -17,6 +17,7 @@ use super::status::{ContainerState, PodRuntimeStatus};
 use super::{MIN_GRACE, RuntimeError, RuntimeManager, volumes};
 use crate::events::ObjectRef;
 use crate::fieldpath::PodAddresses;
+use crate::metrics::ContainerType;
 use crate::prober::ProbeResults;
 use crate::volume::PodVolumes;
 
@@ -162,6 +163,7 @@ impl RuntimeManager {
                 config: Some(sandbox.clone()),
                 runtime_handler: String::new(),
             };
+            self.metrics.started_pods.inc();
             match self.cri.run_pod_sandbox(run).await {
                 Ok(r) => {
                     let s = self
@@ -177,6 +179,7 @@ impl RuntimeManager {
                     (r.pod_sandbox_id, ip)
                 }
                 Err(e) => {
+                    self.metrics.started_pods_errors.inc();
                     out.error = Some(format!("Failed to create pod sandbox: {e}"));
                     out.requeue(ERROR_REQUEUE);
                     out.status = self.pod_status(uid).await?;
@@ -431,11 +434,19 @@ impl RuntimeManager {
             config: Some(config),
             sandbox_config: Some(ctx.sandbox_config.clone()),
         };
+        let kind = container_type(pod, c).label();
+        self.metrics.started_containers.with(&[kind]).inc();
+        let failed = |e: &CallError| {
+            self.metrics.started_containers_errors.with(&[kind, grpc_code_name(e.code())]).inc();
+        };
         let id = self
             .cri
             .create_container(create)
             .await
-            .map_err(|e| (Waiting::new("CreateContainerError", e.message().to_string()), None))?
+            .map_err(|e| {
+                failed(&e);
+                (Waiting::new("CreateContainerError", e.message().to_string()), None)
+            })?
             .container_id;
         self.recorder.normal(&object, "Created", "Container created");
         if let Some(at) = exited_at {
@@ -444,7 +455,10 @@ impl RuntimeManager {
         self.cri
             .start_container(cri::StartContainerRequest { container_id: id.clone() })
             .await
-            .map_err(|e| (Waiting::new("RunContainerError", e.message().to_string()), None))?;
+            .map_err(|e| {
+                failed(&e);
+                (Waiting::new("RunContainerError", e.message().to_string()), None)
+            })?;
         self.recorder.normal(&object, "Started", "Container started");
         if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref())
             && let Err(message) = self.run_hook(pod, c, &id, hook, ctx.pod_ip, None).await
@@ -459,5 +473,40 @@ impl RuntimeManager {
             return Err((Waiting::new("PostStartHookError", message), None));
         }
         Ok(())
+    }
+}
+
+/// Whether `c` is one of `pod`'s init containers (sidecars included) or an app container.
+fn container_type(pod: &Pod, c: &Container) -> ContainerType {
+    let init = pod.spec.as_ref().and_then(|s| s.init_containers.as_ref());
+    if init.is_some_and(|cs| cs.iter().any(|i| i.name == c.name)) {
+        ContainerType::InitContainer
+    } else {
+        ContainerType::Container
+    }
+}
+
+/// A gRPC code as Go's `codes.Code.String()` spells it (`kubelet_started_containers_errors_total`'s
+/// `code`).
+pub fn grpc_code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code;
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "Canceled",
+        Code::Unknown => "Unknown",
+        Code::InvalidArgument => "InvalidArgument",
+        Code::DeadlineExceeded => "DeadlineExceeded",
+        Code::NotFound => "NotFound",
+        Code::AlreadyExists => "AlreadyExists",
+        Code::PermissionDenied => "PermissionDenied",
+        Code::ResourceExhausted => "ResourceExhausted",
+        Code::FailedPrecondition => "FailedPrecondition",
+        Code::Aborted => "Aborted",
+        Code::OutOfRange => "OutOfRange",
+        Code::Unimplemented => "Unimplemented",
+        Code::Internal => "Internal",
+        Code::Unavailable => "Unavailable",
+        Code::DataLoss => "DataLoss",
+        Code::Unauthenticated => "Unauthenticated",
     }
 }

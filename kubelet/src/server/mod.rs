@@ -1,14 +1,17 @@
 //! The kubelet's HTTP APIs, as upstream's `pkg/kubelet/server`:
 //!
-//! - [`read_only`]: the read-only port (`readOnlyPort`): `/pods`, `/healthz`, [`stats`], and
+//! - [`read_only`]: the read-only port (`readOnlyPort`): `/pods`, `/healthz`, [`stats`],
+//!   [`metrics`], and
 //!   our `/manifests` and `/events`; the healthz port.
 //! - [`secure`]: the authenticated API on `port` (TLS; client certificates verified against
 //!   `clientCAFile`; anonymous requests refused with 401 unless allowed): `/healthz`, `/pods`,
 //!   [`logs`] (`/containerLogs/{ns}/{pod}/{container}`) and [`exec`] (`/exec/{ns}/{pod}/{container}`
-//!   over WebSocket) and [`portforward`] (`/portForward/{ns}/{pod}` over SPDY or WebSocket), and
-//!   [`stats`].
+//!   over WebSocket) and [`portforward`] (`/portForward/{ns}/{pod}` over SPDY or WebSocket),
+//!   [`stats`] and [`metrics`].
 //! - [`stats`]: `/stats/summary` (the summary API) and `/metrics/resource` (the resource
 //!   metrics, Prometheus text).
+//! - [`metrics`]: `/metrics` and `/metrics/probes` (the kubelet's own metrics), and the
+//!   request counting both servers do.
 //! - [`authn`]: bearer tokens on the secure API, checked with the apiserver (TokenReview).
 //! - [`auth`]: who may do what on the secure API (`authorization.mode`: Webhook asks the
 //!   apiserver with a SubjectAccessReview, answers cached; or AlwaysAllow).
@@ -28,6 +31,7 @@ pub mod authn;
 pub mod certs;
 pub mod exec;
 pub mod logs;
+pub mod metrics;
 pub mod portforward;
 pub mod proxy_stream;
 pub mod read_only;

@@ -1,5 +1,6 @@
 //! The kubelet's read-only HTTP API: `GET /pods` (a `PodList`, as upstream's read-only port
 //! serves), `GET /healthz`, `/stats/summary` and `/metrics/resource` ([`stats`](super::stats)),
+//! `/metrics` and `/metrics/probes` ([`metrics`](super::metrics)),
 //! and two additions of ours: `GET /manifests` (each file in the static
 //! pod directory, then each in the static config directory: accepted, rejected, ignored,
 //! duplicate or being written, with the reason) and `GET /events` (the local event list). The
@@ -16,6 +17,7 @@ use tokio::sync::watch;
 
 use crate::config::file::ManifestReport;
 use crate::events::Recorder;
+use crate::metrics::KubeletMetrics;
 use crate::pleg::PlegHealth;
 use crate::stats::StatsProvider;
 use crate::status::StatusManager;
@@ -33,6 +35,8 @@ pub struct ServerState {
     pub sync_loop: Arc<SyncLoopHealth>,
     /// What `/stats/summary` and `/metrics/resource` report.
     pub stats: Arc<StatsProvider>,
+    /// What `/metrics` and `/metrics/probes` report; the servers' request counts.
+    pub metrics: Arc<KubeletMetrics>,
 }
 
 pub(super) async fn pods(State(s): State<ServerState>) -> Response {
@@ -68,6 +72,8 @@ pub(super) async fn events(State(s): State<ServerState>) -> Response {
 /// The read-only API's routes.
 pub fn read_only_router(state: ServerState) -> axum::Router {
     let stats = super::stats::router(state.stats.clone());
+    let metrics = super::metrics::router(state.metrics.clone());
+    let counted = state.metrics.clone();
     axum::Router::new()
         .route("/pods", get(pods))
         .route("/pods/", get(pods))
@@ -76,6 +82,8 @@ pub fn read_only_router(state: ServerState) -> axum::Router {
         .route("/events", get(events))
         .with_state(state)
         .merge(stats)
+        .merge(metrics)
+        .layer(axum::middleware::from_fn_with_state(counted, super::metrics::count_read_only))
 }
 
 /// The healthz-only router (upstream's `healthzPort`).

@@ -13,7 +13,8 @@
 //! Routes: `/healthz`, `/pods`, `/containerLogs/{ns}/{pod}/{container}` ([`logs`](super::logs)),
 //! `/exec/{ns}/{pod}/{container}` and `/attach/{ns}/{pod}/{container}` ([`exec`](super::exec)),
 //! `/portForward/{ns}/{pod}[/{uid}]` ([`portforward`](super::portforward)), `/stats/summary`
-//! and `/metrics/resource` ([`stats`](super::stats)). Streams (log
+//! and `/metrics/resource` ([`stats`](super::stats)), `/metrics` and `/metrics/probes`
+//! ([`metrics`](super::metrics); every request counted, refused ones too). Streams (log
 //! followers, exec relays, port-forward splices) run on the server's task tracker and stop with
 //! it.
 
@@ -42,6 +43,8 @@ use super::read_only::{self, ServerState};
 use super::request::text_error;
 use super::{exec, logs, portforward};
 use crate::config::kubelet_config::{AuthorizationMode, KubeletConfig};
+use crate::metrics::KubeletMetrics;
+use crate::metrics::http::ServerType;
 use crate::runtime::RuntimeManager;
 
 /// How long a TLS handshake may take.
@@ -149,7 +152,8 @@ pub fn router(state: SecureState) -> axum::Router {
         .route("/manifests", get(read_only::manifests))
         .route("/events", get(read_only::events))
         .with_state(state.read_only.clone())
-        .merge(super::stats::router(state.read_only.stats.clone()));
+        .merge(super::stats::router(state.read_only.stats.clone()))
+        .merge(super::metrics::router(state.read_only.metrics.clone()));
     axum::Router::new()
         .route("/containerLogs/{namespace}/{pod}/{container}", get(logs::container_logs))
         .route("/exec/{namespace}/{pod}/{container}", get(exec::exec).post(exec::exec))
@@ -266,7 +270,7 @@ impl SecureServer {
         let router = router(state.clone());
         let connections = TaskTracker::new();
         let stop = state.stop.clone();
-        tracing::info!(addr = ?self.listener.local_addr().ok(), "serving the kubelet API (/containerLogs, /exec, /attach, /portForward, /pods, /stats/summary, /metrics/resource, /healthz) over TLS");
+        tracing::info!(addr = ?self.listener.local_addr().ok(), "serving the kubelet API (/containerLogs, /exec, /attach, /portForward, /pods, /stats/summary, /metrics, /metrics/probes, /metrics/resource, /healthz) over TLS");
         loop {
             let (tcp, remote) = tokio::select! {
                 () = stop.cancelled() => break,
@@ -280,6 +284,7 @@ impl SecureServer {
                 },
             };
             let (acceptor, router, stop) = (acceptor.clone(), router.clone(), stop.clone());
+            let metrics = state.read_only.metrics.clone();
             let access = Access {
                 anonymous: self.anonymous,
                 authorizer: self.authorizer.clone(),
@@ -302,7 +307,7 @@ impl SecureServer {
                     .peer_certificates()
                     .and_then(|c| c.first())
                     .and_then(|c| identity_from_cert(c));
-                serve_connection(tls, Peer(identity), access, router, stop).await;
+                serve_connection(tls, Peer(identity), access, router, metrics, stop).await;
             });
         }
         connections.close();
@@ -416,13 +421,17 @@ async fn serve_connection<I>(
     peer: Peer,
     access: Access,
     router: axum::Router,
+    metrics: Arc<KubeletMetrics>,
     stop: CancellationToken,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         let (router, peer, access) = (router.clone(), peer.clone(), access.clone());
+        let in_flight =
+            metrics.http.track(req.method().as_str(), req.uri().path(), ServerType::ReadWrite);
         async move {
+            let _in_flight = in_flight;
             let authorization =
                 req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
             let refusal = access.check(&peer, req.method(), req.uri().path(), authorization).await;

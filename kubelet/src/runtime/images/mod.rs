@@ -18,6 +18,7 @@ use super::backoff::Backoff;
 use super::pull_secrets::{self, SecretSource};
 use crate::credentialprovider::{self, Entry, NodeKeyring, secrets::SecretError};
 use crate::events::{ObjectRef, Recorder};
+use crate::metrics::KubeletMetrics;
 
 /// Why an image is not there, with the reason a container status shows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,6 +58,8 @@ pub struct ImageManager {
     node: NodeKeyring,
     /// Where pull secrets come from (`None`: no apiserver).
     secrets: Option<Arc<dyn SecretSource>>,
+    /// Told when a pod's pulls start and end (its startup latency leaves them out).
+    metrics: Option<Arc<KubeletMetrics>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -154,7 +157,15 @@ impl ImageManager {
             locks: Mutex::default(),
             node,
             secrets,
+            metrics: None,
         }
+    }
+
+    /// This manager, telling `metrics` when pods' pulls start and end.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<KubeletMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The credentials to try for `image`, in order (upstream's `MakeDockerKeyring` and
@@ -250,6 +261,9 @@ impl ImageManager {
             }
         };
         events.normal("Pulling", format!("Pulling image {tagged:?}"));
+        if let Some(m) = &self.metrics {
+            m.pod_starts.pulling(pod_uid, SystemTime::now());
+        }
         let started = Instant::now();
         let image_lock = lock(&self.locks).entry(image.to_string()).or_default().clone();
         let _pulling = match image_lock.try_lock() {
@@ -287,6 +301,9 @@ impl ImageManager {
                 }
                 Err(e) => errors.push(e.to_string()),
             }
+        }
+        if let Some(m) = &self.metrics {
+            m.pod_starts.pulled(pod_uid, SystemTime::now());
         }
         match pulled.ok_or_else(|| aggregate(&errors)) {
             Ok(r) => {

@@ -3,11 +3,11 @@
 //!
 //! - `GET|POST /stats/summary[?only_cpu_and_memory=true]`: the summary API as JSON; a summary
 //!   that cannot be made is a 500 saying why (`Internal Error: ...`).
-//! - `GET /metrics/resource`: [`resource_metrics`] in the Prometheus text format ([`text`]);
+//! - `GET /metrics/resource`: [`resource_metrics`] in the Prometheus text format
+//!   ([`crate::metrics::text`]);
 //!   always 200, a failed summary answered with `resource_scrape_error 1`.
 
 pub mod resource_metrics;
-pub mod text;
 
 use std::sync::Arc;
 
@@ -20,8 +20,7 @@ use axum::routing::get;
 use super::request::text_error;
 use crate::stats::StatsProvider;
 
-/// What Prometheus's text format is served as.
-pub const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub use crate::metrics::text::TEXT_FORMAT;
 
 /// Whether the query asks for CPU and memory only: exactly one `only_cpu_and_memory`, `true`.
 fn only_cpu_and_memory(query: &[(String, String)]) -> bool {

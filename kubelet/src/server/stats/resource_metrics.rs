@@ -4,7 +4,7 @@
 //! labels, each sample stamped with its reading's time. A summary that could not be made gives
 //! `resource_scrape_error 1` and nothing else.
 
-use super::text::{Family, Kind, encode};
+use crate::metrics::text::{Family, Kind, encode};
 use crate::stats::summary::{CpuStats, MemoryStats, Summary};
 
 const NANOS: f64 = 1e9;

@@ -1,6 +1,7 @@
 //! The Prometheus text exposition format (version 0.0.4) as client_golang's `expfmt` writes
 //! it: families sorted by name, each with `# HELP` and `# TYPE` and only when it has samples;
-//! labels sorted by name; values in Go's shortest `%g` form; timestamps in milliseconds.
+//! labels sorted by name (a histogram's `le` last); values in Go's shortest `%g` form;
+//! timestamps in milliseconds. Shared by `/metrics`, `/metrics/probes` and `/metrics/resource`.
 //!
 //! Why not the `prometheus-client` crate (which the controller-manager uses): it writes
 //! OpenMetrics (`_total` appended to counter names, `# EOF`) and has no sample timestamps,
@@ -9,16 +10,34 @@
 
 use std::fmt::Write;
 
+/// What Prometheus's text format is served as.
+pub const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Counter,
     Gauge,
+    Histogram,
+}
+
+/// A histogram's state: cumulative counts per upper bound (`+Inf` implied by `count`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Buckets {
+    pub cumulative: Vec<(f64, u64)>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Scalar(f64),
+    Histogram(Buckets),
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub labels: Vec<(&'static str, String)>,
-    pub value: f64,
+    pub value: Value,
     pub timestamp_ms: Option<i64>,
 }
 
@@ -30,15 +49,60 @@ pub struct Family {
     pub samples: Vec<Sample>,
 }
 
+fn owned(labels: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    labels.iter().map(|(k, v)| (*k, (*v).to_string())).collect()
+}
+
 impl Family {
     pub fn new(name: &'static str, help: &'static str, kind: Kind) -> Self {
         Self { name, help, kind, samples: Vec::new() }
     }
 
     pub fn push(&mut self, labels: &[(&'static str, &str)], value: f64, timestamp_ms: Option<i64>) {
-        let labels = labels.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
-        self.samples.push(Sample { labels, value, timestamp_ms });
+        let labels = owned(labels);
+        self.samples.push(Sample { labels, value: Value::Scalar(value), timestamp_ms });
     }
+
+    pub fn push_histogram(&mut self, labels: &[(&'static str, &str)], buckets: Buckets) {
+        let labels = owned(labels);
+        self.samples.push(Sample { labels, value: Value::Histogram(buckets), timestamp_ms: None });
+    }
+}
+
+fn write_labels(out: &mut String, labels: &[(&'static str, String)], le: Option<f64>) {
+    if labels.is_empty() && le.is_none() {
+        return;
+    }
+    let mut parts: Vec<String> =
+        labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v, true))).collect();
+    if let Some(le) = le {
+        parts.push(format!("le=\"{}\"", go_float(le)));
+    }
+    let _ = write!(out, "{{{}}}", parts.join(","));
+}
+
+fn write_line(
+    out: &mut String,
+    name: &str,
+    suffix: &str,
+    labels: &[(&'static str, String)],
+    le: Option<f64>,
+    value: f64,
+    timestamp_ms: Option<i64>,
+) {
+    out.push_str(name);
+    out.push_str(suffix);
+    write_labels(out, labels, le);
+    let _ = write!(out, " {}", go_float(value));
+    if let Some(ts) = timestamp_ms {
+        let _ = write!(out, " {ts}");
+    }
+    out.push('\n');
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn float(n: u64) -> f64 {
+    n as f64
 }
 
 /// The exposition of `families`.
@@ -54,21 +118,41 @@ pub fn encode(mut families: Vec<Family>) -> String {
         let kind = match f.kind {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
         };
         let _ = writeln!(out, "# HELP {} {}", f.name, escape(f.help, false));
         let _ = writeln!(out, "# TYPE {} {kind}", f.name);
         for s in &f.samples {
-            out.push_str(f.name);
-            if !s.labels.is_empty() {
-                let labels: Vec<String> =
-                    s.labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v, true))).collect();
-                let _ = write!(out, "{{{}}}", labels.join(","));
+            match &s.value {
+                Value::Scalar(v) => {
+                    write_line(&mut out, f.name, "", &s.labels, None, *v, s.timestamp_ms)
+                }
+                Value::Histogram(h) => {
+                    for (le, n) in &h.cumulative {
+                        write_line(
+                            &mut out,
+                            f.name,
+                            "_bucket",
+                            &s.labels,
+                            Some(*le),
+                            float(*n),
+                            None,
+                        );
+                    }
+                    let count = float(h.count);
+                    write_line(
+                        &mut out,
+                        f.name,
+                        "_bucket",
+                        &s.labels,
+                        Some(f64::INFINITY),
+                        count,
+                        None,
+                    );
+                    write_line(&mut out, f.name, "_sum", &s.labels, None, h.sum, None);
+                    write_line(&mut out, f.name, "_count", &s.labels, None, count, None);
+                }
             }
-            let _ = write!(out, " {}", go_float(s.value));
-            if let Some(ts) = s.timestamp_ms {
-                let _ = write!(out, " {ts}");
-            }
-            out.push('\n');
         }
     }
     out
@@ -167,6 +251,22 @@ mod tests {
              b_total{container=\"c\",pod=\"a\"} 1\n\
              b_total{container=\"x\\\"y\",pod=\"z\"} 2.5 1700000000123\n\
              # HELP c plain\n# TYPE c gauge\nc 0\n"
+        );
+    }
+
+    #[test]
+    fn histograms_write_cumulative_buckets_with_le_last_then_sum_and_count() {
+        let mut h = Family::new("d_seconds", "D", Kind::Histogram);
+        let buckets = Buckets { cumulative: vec![(0.005, 1), (0.0125, 3)], sum: 0.02, count: 4 };
+        h.push_histogram(&[("operation_type", "x")], buckets);
+        assert_eq!(
+            encode(vec![h]),
+            "# HELP d_seconds D\n# TYPE d_seconds histogram\n\
+             d_seconds_bucket{operation_type=\"x\",le=\"0.005\"} 1\n\
+             d_seconds_bucket{operation_type=\"x\",le=\"0.0125\"} 3\n\
+             d_seconds_bucket{operation_type=\"x\",le=\"+Inf\"} 4\n\
+             d_seconds_sum{operation_type=\"x\"} 0.02\n\
+             d_seconds_count{operation_type=\"x\"} 4\n"
         );
     }
 }
