@@ -300,10 +300,10 @@ mod tests {
         let o = PodOptions { containers: true, sum: true, ..PodOptions::default() };
         assert_eq!(
             pods(&metrics, o, SortBy::Cpu),
-            "POD    NAME      CPU(cores)   MEMORY(bytes)   \n\
-             dns    coredns   3m           20Mi            \n\
-             web    nginx     1m           10Mi            \n\
-             web    side      1m           1Mi             \n"
+            "POD   NAME      CPU(cores)   MEMORY(bytes)   \n\
+             dns   coredns   3m           20Mi            \n\
+             web   nginx     1m           10Mi            \n\
+             web   side      1m           1Mi             \n"
                 .to_string()
                 + &" ".repeat(16)
                 + "________     ________        \n"
