@@ -110,6 +110,11 @@ impl Quantity {
         ceil_div(self.nanos, 1_000_000)
     }
 
+    /// The exact value in units of 10⁻⁹.
+    pub fn nanos(self) -> i128 {
+        self.nanos
+    }
+
     /// The value in units, rounded up (memory in bytes).
     pub fn value(self) -> i128 {
         ceil_div(self.nanos, NANO)

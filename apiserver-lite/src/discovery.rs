@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::{self, RESOURCES, ResourceType};
+use crate::resources::{self, Backing, RESOURCES, ResourceType};
 
 /// The Kubernetes version this server reports (kubectl warns beyond one minor version of skew).
 pub const KUBE_MINOR: &str = "35";
@@ -186,7 +186,7 @@ pub fn openapi_v3(group: &str, version: &str) -> Option<Value> {
         } else {
             format!("/apis/{group}/{version}")
         };
-        let path = match (r.is_stored(), r.namespaced) {
+        let path = match (r.backing != Backing::Review, r.namespaced) {
             (false, _) => format!("{base}/{}", r.name),
             (true, true) => format!("{base}/namespaces/{{namespace}}/{}/{{name}}", r.name),
             (true, false) => format!("{base}/{}/{{name}}", r.name),
@@ -198,10 +198,12 @@ pub fn openapi_v3(group: &str, version: &str) -> Option<Value> {
             {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
         ]);
         let op = |verb: &str| json!({"operationId": format!("{verb}{}", r.kind), "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk, "parameters": params, "responses": {"200": {"description": "OK"}}});
-        let ops = if r.is_stored() {
-            json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")})
-        } else {
-            json!({"post": op("post")})
+        let ops = match r.backing {
+            Backing::Store => {
+                json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")})
+            }
+            Backing::Review => json!({"post": op("post")}),
+            Backing::Metrics => json!({"get": op("get")}),
         };
         paths.insert(path, ops);
     }

@@ -29,6 +29,8 @@
 //!   answered, never stored.
 //! - [`binding`]: `pods/binding`, assigning a pod to a node.
 //! - [`eviction`]: `pods/eviction`, a pod deleted on request (no disruption budgets are served).
+//! - [`metrics`]: `metrics.k8s.io` (`kubectl top`): kubelets' resource metrics scraped, usage
+//!   as metrics-server computes it.
 
 pub mod admission;
 pub mod audit;
@@ -42,6 +44,7 @@ pub mod http;
 pub mod kinds;
 pub mod list;
 pub mod managedfields;
+pub mod metrics;
 pub mod objects;
 pub mod patch;
 pub mod protobuf;

@@ -13,6 +13,7 @@ use apiserver_lite::auth::rbac::{self, Rbac};
 use apiserver_lite::auth::{Authenticator, Authorizer, Mode, ServiceAccountTokens};
 use apiserver_lite::http::ApiState;
 use apiserver_lite::http::proxy::{AddressTypes, KubeletClient};
+use apiserver_lite::metrics::{Metrics, scraper};
 use apiserver_lite::registry::Registry;
 use apiserver_lite::serviceaccount::keys::{PublicKey, SigningKey, public_keys_from_file};
 use apiserver_lite::serviceaccount::{self, openid};
@@ -135,6 +136,10 @@ struct Args {
     /// AlwaysAllow; comma separated. Members of system:masters are always allowed.
     #[arg(long, value_delimiter = ',', default_value = "Node,RBAC")]
     authorization_mode: Vec<String>,
+    /// How often kubelets' resource metrics are scraped for `metrics.k8s.io` (`kubectl top`),
+    /// as metrics-server's flag; at least 1s.
+    #[arg(long, default_value = "15s", value_parser = resolution)]
+    metric_resolution: std::time::Duration,
     #[command(flatten)]
     log: daemon::LogArgs,
 }
@@ -256,6 +261,7 @@ async fn main() -> anyhow::Result<()> {
             None
         }
     };
+    let metrics = Arc::new(Metrics::new(args.metric_resolution));
     let state = Arc::new(ApiState {
         registry: registry.clone(),
         auth,
@@ -265,6 +271,7 @@ async fn main() -> anyhow::Result<()> {
         tokens: Some(issuer),
         openid,
         audit,
+        metrics: metrics.clone(),
     });
 
     let stop = daemon::stop_on_signal("in-flight requests and watches end")?;
@@ -273,6 +280,7 @@ async fn main() -> anyhow::Result<()> {
     tasks.spawn(compact_periodically(store.clone(), stop.clone()));
     tasks.spawn(rbac.run(registry.clone(), stop.clone()));
     tasks.spawn(populator::run(graph, store, graph_revision, stop.clone()));
+    tasks.spawn(scraper::run(metrics, registry.clone(), kubelet.clone(), stop.clone()));
     if args.insecure_port != 0 {
         let insecure = server::bind(SocketAddr::from(([127, 0, 0, 1], args.insecure_port))).await?;
         tracing::warn!(
@@ -294,6 +302,17 @@ async fn main() -> anyhow::Result<()> {
     })
     .await;
     Ok(())
+}
+
+/// `--metric-resolution`: a duration of at least a second.
+fn resolution(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < std::time::Duration::from_secs(1) {
+        return Err(format!(
+            "metric-resolution should be a time duration at least 1s, but value {s} provided"
+        ));
+    }
+    Ok(d)
 }
 
 /// The token issuer from the flags: the signing key (made on first start when no file is

@@ -24,6 +24,19 @@ pub struct ResourceType {
     pub verbs: &'static [Verb],
     /// How objects of this type behave: its kind's strategy.
     pub strategy: &'static Strategy,
+    /// Where its objects come from.
+    pub backing: Backing,
+}
+
+/// Where a resource type's objects come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backing {
+    /// The store: every verb.
+    Store,
+    /// Computed per request from the body, never stored (the reviews): `create` alone.
+    Review,
+    /// Computed from the scraped usage ([`crate::metrics`]): `get` and `list` alone.
+    Metrics,
 }
 
 /// Resource types are the same when they are served at the same group, version and name.
@@ -104,7 +117,7 @@ const VERBS: [Verb; 8] = [
 macro_rules! rt {
     ($g:literal, $v:literal, $name:literal, $singular:literal, $kind:literal, $ns:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:ident),*], $strategy:expr) => {
         ResourceType { group: $g, version: $v, name: $name, singular: $singular, kind: $kind, namespaced: $ns,
-            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$(Subresource::$sub),*], verbs: &VERBS, strategy: $strategy }
+            short_names: &[$($short),*], categories: &[$($cat),*], subresources: &[$(Subresource::$sub),*], verbs: &VERBS, strategy: $strategy, backing: Backing::Store }
     };
 }
 
@@ -123,6 +136,28 @@ macro_rules! review {
             subresources: &[],
             verbs: &[Verb::Create],
             strategy: $strategy,
+            backing: Backing::Review,
+        }
+    };
+}
+
+/// A `metrics.k8s.io/v1beta1` type: read from the scraped usage, never stored.
+macro_rules! metrics {
+    ($name:literal, $kind:literal, $ns:literal) => {
+        ResourceType {
+            group: "metrics.k8s.io",
+            version: "v1beta1",
+            name: $name,
+            // metrics-server names no singular.
+            singular: "",
+            kind: $kind,
+            namespaced: $ns,
+            short_names: &[],
+            categories: &[],
+            subresources: &[],
+            verbs: &[Verb::Get, Verb::List],
+            strategy: &kinds::metrics::STRATEGY,
+            backing: Backing::Metrics,
         }
     };
 }
@@ -384,6 +419,8 @@ pub const SELF_SUBJECT_REVIEWS: ResourceType = review!(
     "SelfSubjectReview",
     &kinds::review::SELF_SUBJECT_REVIEW
 );
+pub const NODE_METRICS: ResourceType = metrics!("nodes", "NodeMetrics", false);
+pub const POD_METRICS: ResourceType = metrics!("pods", "PodMetrics", true);
 
 /// Every served resource type, in discovery order.
 pub const RESOURCES: &[ResourceType] = &[
@@ -413,6 +450,8 @@ pub const RESOURCES: &[ResourceType] = &[
     SELF_SUBJECT_RULES_REVIEWS,
     TOKEN_REVIEWS,
     SELF_SUBJECT_REVIEWS,
+    NODE_METRICS,
+    POD_METRICS,
 ];
 
 impl ResourceType {
@@ -421,9 +460,9 @@ impl ResourceType {
         self.verbs.iter().map(|v| v.as_str()).collect()
     }
 
-    /// Whether objects of this type are kept in the store (the reviews are not).
+    /// Whether objects of this type are kept in the store (the reviews and metrics are not).
     pub fn is_stored(&self) -> bool {
-        self.verbs.contains(&Verb::Get)
+        self.backing == Backing::Store
     }
 
     /// `v1` or `apps/v1`.

@@ -2,9 +2,11 @@
 //! response. Non-resource routes (version, health, discovery, OpenAPI) live here; resources in
 //! [`resource`] and one handler per verb in `verbs`, watch streaming in [`watch`], bodies in [`body`], `pods/log`, `pods/exec` and
 //! `pods/attach` proxied to kubelets in [`proxy`], `pods/portforward` (with the WebSocket tunnel
-//! kubectl uses) in [`portforward`], `serviceaccounts/token` in [`token`].
+//! kubectl uses) in [`portforward`], `serviceaccounts/token` in [`token`], `metrics.k8s.io` in
+//! [`metrics`].
 
 pub mod body;
+pub mod metrics;
 pub mod node_proxy;
 pub mod portforward;
 pub mod proxy;
@@ -47,6 +49,8 @@ pub struct ApiState {
     pub openid: Option<openid::Discovery>,
     /// `--audit-policy-file` and `--audit-log-path` (none: nothing is audited).
     pub audit: Option<Arc<audit::Auditor>>,
+    /// The scraped usage `metrics.k8s.io` answers from.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// How the connection authenticated, before the request's own credentials.

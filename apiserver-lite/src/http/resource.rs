@@ -3,7 +3,8 @@
 //! `scale`, `binding` and `eviction` there too); `log`, `exec` and `attach` go to
 //! [`proxy`](super::proxy), `portforward` to [`portforward`](super::portforward), `nodes/proxy`
 //! to [`node_proxy`](super::node_proxy),
-//! `serviceaccounts/token` to [`token`](super::token), the reviews to [`reviews`].
+//! `serviceaccounts/token` to [`token`](super::token), the reviews to [`reviews`],
+//! `metrics.k8s.io` to [`metrics`](super::metrics).
 
 use api::validation::{ErrorList, FieldError, Path};
 use hyper::body::Incoming;
@@ -22,7 +23,7 @@ use crate::objects::FieldValidation;
 use crate::patch::PatchType;
 use crate::registry::WriteOptions;
 use crate::request::{Query, ResourceRequest, Verb};
-use crate::resources::{ResourceType, Subresource};
+use crate::resources::{Backing, ResourceType, Subresource};
 use crate::reviews;
 
 /// Serves one resource request for an authenticated user.
@@ -63,6 +64,10 @@ pub async fn handle(
             }
             _ => {}
         }
+    }
+    if rr.resource.backing == Backing::Metrics {
+        let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        return super::metrics::handle(state, user, req.method(), accept, &rr, &q);
     }
     if rr.subresource == Some(Subresource::Token) {
         return super::token::create(state, user, req, &rr, &q).await;

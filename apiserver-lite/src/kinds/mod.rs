@@ -15,7 +15,8 @@
 //! [`service`], [`endpoints`], [`config_map`], [`secret`], [`service_account`],
 //! [`deployment`], [`replica_set`], [`daemon_set`], [`controller_revision`], [`job`],
 //! [`cron_job`], [`lease`], [`role`], [`cluster_role`], [`role_binding`],
-//! [`cluster_role_binding`], and [`review`] (the review kinds, answered and never stored);
+//! [`cluster_role_binding`], [`review`] (the review kinds, answered and never stored), and
+//! [`metrics`] (NodeMetrics and PodMetrics, computed from scraped usage);
 //! [`scale`]: the `autoscaling/v1` Scale of a kind with replicas.
 
 pub mod cluster_role;
@@ -29,6 +30,7 @@ pub mod endpoints;
 pub mod event;
 pub mod job;
 pub mod lease;
+pub mod metrics;
 pub mod namespace;
 pub mod node;
 pub mod pod;

@@ -3,13 +3,15 @@
 
 use serde_json::json;
 
-use crate::resources::{CONTROLLER_REVISIONS, RESOURCES, Subresource};
+use crate::request::Verb;
+use crate::resources::{Backing, CONTROLLER_REVISIONS, RESOURCES, Subresource};
 use crate::selectors::FieldSelector;
 use crate::table::printers;
 
 #[test]
 fn every_served_kind_decodes_as_its_type() {
-    for r in RESOURCES {
+    // Metrics are computed, never decoded from a body.
+    for r in RESOURCES.iter().filter(|r| r.backing != Backing::Metrics) {
         let bad = json!({"apiVersion": r.group_version(), "kind": r.kind, "metadata": {"name": 5}});
         let decoded = (r.strategy.decode)(r, bad);
         if *r == CONTROLLER_REVISIONS {
@@ -57,9 +59,13 @@ fn scale_is_served_exactly_for_the_kinds_whose_strategy_has_one() {
 }
 
 #[test]
-fn only_stored_kinds_are_served_beyond_create() {
+fn only_stored_kinds_are_served_beyond_create_or_metrics_reads() {
     for r in RESOURCES.iter().filter(|r| !r.is_stored()) {
-        assert_eq!(r.verbs, [crate::request::Verb::Create], "{}", r.qualified());
+        let verbs: &[Verb] = match r.backing {
+            Backing::Metrics => &[Verb::Get, Verb::List],
+            _ => &[Verb::Create],
+        };
+        assert_eq!(r.verbs, verbs, "{}", r.qualified());
         assert!(r.subresources.is_empty() && r.strategy.scale.is_none(), "{}", r.qualified());
     }
 }

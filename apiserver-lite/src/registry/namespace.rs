@@ -37,7 +37,7 @@ impl Registry {
     async fn finalize_namespace(&self, ns: &str) {
         {
             let mut left = 0;
-            for r in RESOURCES.iter().filter(|r| r.namespaced) {
+            for r in RESOURCES.iter().filter(|r| r.namespaced && r.is_stored()) {
                 let Ok(page) = self.list(r, Some(ns), &ListOptions::default()) else { continue };
                 for item in page.items {
                     left += 1;

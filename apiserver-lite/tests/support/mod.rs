@@ -68,6 +68,9 @@ impl Server {
             tokens: None,
             openid: None,
             audit: None,
+            metrics: Arc::new(apiserver_lite::metrics::Metrics::new(
+                apiserver_lite::metrics::DEFAULT_RESOLUTION,
+            )),
         });
         let stop = CancellationToken::new();
         let serving = server::serve_insecure(listener, state, stop.clone());

@@ -23,6 +23,7 @@ pub mod portforward;
 pub mod remotecommand;
 pub mod rollout;
 pub mod scale;
+pub mod top;
 pub mod version;
 pub mod wait;
 
@@ -78,6 +79,8 @@ enum Command {
     Rollout(rollout::Args),
     /// Experimental: Wait for a specific condition on one or many resources.
     Wait(wait::Args),
+    /// Display resource (CPU/memory) usage.
+    Top(top::Args),
     /// Mark node as unschedulable.
     Cordon(cordon::Args),
     /// Mark node as schedulable.
@@ -158,6 +161,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Scale(a) => scale::run(f, a).await,
         Command::Rollout(a) => rollout::run(f, a).await,
         Command::Wait(a) => wait::run(f, a).await,
+        Command::Top(a) => top::run(f, a).await,
         Command::Cordon(a) => cordon::run(f, a, true).await,
         Command::Uncordon(a) => cordon::run(f, a, false).await,
         Command::Drain(a) => drain::run(f, a).await,

@@ -38,6 +38,7 @@ const COORDINATION: &str = "coordination.k8s.io";
 const DISCOVERY: &str = "discovery.k8s.io";
 const EVENTS: &str = "events.k8s.io";
 const EXTENSIONS: &str = "extensions";
+const METRICS: &str = "metrics.k8s.io";
 const NETWORKING: &str = "networking.k8s.io";
 const NODE: &str = "node.k8s.io";
 const POLICY: &str = "policy";
@@ -231,6 +232,15 @@ fn cluster_roles_base() -> Vec<ClusterRole> {
                 resource_rule(WRITE, &[NETWORKING], &["networkpolicies", "ingresses"]),
             ],
         ),
+        // What metrics-server's manifest adds; this server serves metrics.k8s.io itself.
+        ClusterRole {
+            metadata: meta(
+                "system:aggregated-metrics-reader",
+                &[(TO_ADMIN, "true"), (TO_EDIT, "true"), (TO_VIEW, "true")],
+            ),
+            rules: Some(vec![resource_rule(READ, &[METRICS], &["pods", "nodes"])]),
+            aggregation_rule: None,
+        },
         labelled(
             "system:aggregate-to-view",
             TO_VIEW,

@@ -140,8 +140,15 @@ fn the_index_follows_puts_and_deletes_of_stored_objects() {
 fn aggregation_gathers_labelled_roles_in_name_order_once_each() {
     let index = Index::bootstrap();
     let view = index.cluster_role("view").unwrap().rules.clone().unwrap();
-    let agg = index.cluster_role("system:aggregate-to-view").unwrap().rules.clone().unwrap();
+    let mut agg = index.cluster_role("system:aggregate-to-view").unwrap().rules.clone().unwrap();
+    // Then metrics-server's role, which this server's bootstrap policy carries.
+    let metrics = index.cluster_role("system:aggregated-metrics-reader").unwrap();
+    agg.extend(metrics.rules.clone().unwrap());
     assert_eq!(view, agg);
+    assert_eq!(
+        metrics.rules.as_ref().unwrap()[0].api_groups.as_deref(),
+        Some(&["metrics.k8s.io".to_string()][..])
+    );
     let admin = index.cluster_role("admin").unwrap().rules.clone().unwrap();
     for r in &view {
         assert!(admin.contains(r), "admin aggregates edit, which aggregates view");

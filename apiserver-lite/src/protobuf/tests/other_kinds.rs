@@ -20,7 +20,7 @@ fn micro(seconds: i64, nanos: i32) -> Option<meta::MicroTime> {
 
 #[test]
 fn every_served_kind_decodes_from_protobuf() {
-    for r in RESOURCES {
+    for r in RESOURCES.iter().filter(|r| r.backing != crate::resources::Backing::Metrics) {
         let v = decode(&envelope(&r.group_version(), r.kind, Vec::new()))
             .unwrap_or_else(|e| panic!("{} {}: {}", r.group_version(), r.kind, e.message));
         assert_eq!(v["kind"], r.kind);
