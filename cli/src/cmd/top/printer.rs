@@ -120,7 +120,7 @@ pub fn nodes(
         metrics.iter().map(|m| (name(m), Usage::of(&m["usage"]))).collect();
     match by {
         SortBy::Name => rows.sort_by(|a, b| a.0.cmp(&b.0)),
-        _ => rows.sort_by(|a, b| b.1.sort_key(by).cmp(&a.1.sort_key(by))),
+        _ => rows.sort_by_key(|r| std::cmp::Reverse(r.1.sort_key(by))),
     }
     let mut lines = Vec::new();
     if !no_headers {
@@ -200,7 +200,7 @@ pub fn pods(metrics: &[Value], o: PodOptions, by: SortBy) -> String {
                 name(a).cmp(&name(b))
             }
         }),
-        _ => sorted.sort_by(|a, b| pod_usage(b).sort_key(by).cmp(&pod_usage(a).sort_key(by))),
+        _ => sorted.sort_by_key(|m| std::cmp::Reverse(pod_usage(m).sort_key(by))),
     }
     let prefix = |m: &Value| if o.with_namespace { vec![namespace(m)] } else { Vec::new() };
     for m in &sorted {
