@@ -26,7 +26,7 @@ use crate::metrics::KubeletMetrics;
 use crate::mirror::MirrorSync;
 use crate::node_status::machine::{NodeSample, ReadingSource};
 use crate::node_status::reporter::{NodeStatusReporter, now};
-use crate::node_status::{self, MachineInfo, NodeFacts};
+use crate::node_status::{self, MachineInfo, NodeFacts, Readings};
 use crate::nodelease::LeaseController;
 use crate::objects::api::ApiWatcher;
 use crate::objects::static_config::{StaticConfigObjects, StaticConfigSource};
@@ -169,7 +169,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         image_fs_dir: image_fs_dir(&cri).await,
     };
     let allocatable = config.node_allocatable();
-    allocatable.validate(&node_capacity(&machine, &readings.sample()))?;
+    let first_sample = readings.sample();
+    allocatable.validate(&node_capacity(&machine, &first_sample))?;
 
     let tasks = TaskTracker::new();
     let child = stop.child_token();
@@ -338,7 +339,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         allocatable,
     };
     // Admission's node until the apiserver's is read: the kubelet's own view.
-    let first = node_status::status(&facts, &machine, &readings.read(Ok(())), None, now());
+    let first_readings = Readings { observed: first_sample.observations(), runtime_health: Ok(()) };
+    let first = node_status::status(&facts, &machine, &first_readings, None, now());
     let (node_tx, node_rx) = watch::channel(Arc::new(node_status::node(&facts, &machine, first)));
     if let Some(client) = client {
         let reporter = NodeStatusReporter {

@@ -312,10 +312,7 @@ impl SyncLoop {
     fn active_pods(&self) -> Vec<&Pod> {
         self.pods
             .iter()
-            .filter(|(uid, _)| {
-                let phase = self.statuses.status(uid).and_then(|s| s.phase);
-                !matches!(phase.as_deref(), Some("Succeeded" | "Failed"))
-            })
+            .filter(|(uid, _)| !self.statuses.finished(uid))
             .map(|(_, pod)| pod.as_ref())
             .collect()
     }

@@ -7,6 +7,9 @@ use api::resources::{self, Resource};
 use api::scheduling::{self, HostPort};
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
 
+use crate::config::Source;
+use crate::status::manager::source_of;
+
 /// Why a pod was not admitted: the pod status's `reason` and the message after
 /// `Pod was rejected: `.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,12 +113,9 @@ fn node_name(node: &Node) -> &str {
     node.metadata.name.as_deref().unwrap_or_default()
 }
 
+/// Upstream's `IsStaticPod`: from a source other than the apiserver.
 fn is_static(pod: &Pod) -> bool {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(api::keys::CONFIG_SOURCE))
-        .is_some_and(|s| s != api::keys::SOURCE_API)
+    source_of(pod).is_some_and(|s| s != Source::Api)
 }
 
 /// Upstream's `generalFilter`: `AdmissionCheck` with every failure, then untolerated

@@ -165,6 +165,14 @@ impl StatusManager {
         self.read().get(uid).map(|e| e.pod.clone())
     }
 
+    /// Whether the pod's status phase is `Succeeded` or `Failed`.
+    pub fn finished(&self, uid: &str) -> bool {
+        self.read()
+            .get(uid)
+            .and_then(|e| e.status.as_ref()?.phase.as_deref())
+            .is_some_and(|p| matches!(p, "Succeeded" | "Failed"))
+    }
+
     pub fn status(&self, uid: &str) -> Option<PodStatus> {
         self.read().get(uid).and_then(|e| e.status.clone())
     }

@@ -1,0 +1,176 @@
+use super::*;
+
+const UPSTREAM_STYLE: &str = r#"
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: /srv/manifests
+fileCheckFrequency: 5s
+syncFrequency: 1m0s
+maxPods: 30
+readOnlyPort: 10255
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+clusterDNS: ["10.96.0.10"]
+someTypoField: true
+"#;
+
+#[test]
+fn reads_upstream_field_names_and_keeps_going_on_unimplemented_ones() {
+    let file = KubeletConfigFile::parse(Path::new("k.yaml"), UPSTREAM_STYLE).unwrap();
+    let mut c = KubeletConfig { node_name: "node-a".into(), ..KubeletConfig::default() };
+    file.apply(&mut c);
+    assert_eq!(c.static_pod_path.as_deref(), Some(Path::new("/srv/manifests")));
+    assert_eq!(c.file_check_frequency, Duration::from_secs(5));
+    assert_eq!((c.max_pods, c.read_only_port), (30, 10255));
+    assert_eq!(c.container_runtime_endpoint, "unix:///run/containerd/containerd.sock");
+    let notes = file.notes();
+    assert_eq!(notes.accepted_not_implemented, ["clusterDNS"]);
+    assert!(c.authentication_token_webhook);
+    assert!(!c.anonymous_auth && c.client_ca_file.is_none());
+    assert_eq!(notes.unknown, ["someTypoField"]);
+    c.validate().unwrap();
+}
+
+#[test]
+fn bad_files_name_the_file_and_the_problem() {
+    let p = Path::new("/etc/kubernetes/kubelet.yaml");
+    let err = KubeletConfigFile::parse(p, "kind: Pod\n").unwrap_err();
+    assert!(
+        err.to_string().contains("/etc/kubernetes/kubelet.yaml") && err.to_string().contains("Pod")
+    );
+    let err = KubeletConfigFile::parse(p, "fileCheckFrequency: often\n").unwrap_err();
+    assert!(err.to_string().contains("often"), "{err}");
+    let err = KubeletConfigFile::parse(p, "maxPods: -3\n").unwrap_err();
+    assert!(err.to_string().contains("kubelet.yaml"), "{err}");
+    let err = KubeletConfigFile::parse(p, "cgroupDriver: systemd\n").unwrap_err();
+    assert!(err.to_string().contains("systemd"), "{err}");
+}
+
+#[test]
+fn eviction_hard_replaces_or_merges_with_the_defaults_and_bad_thresholds_stop_the_start() {
+    use crate::eviction::{Signal, ThresholdValue};
+    let p = Path::new("/etc/kubernetes/kubelet.yaml");
+    let effective = |text: &str| {
+        let mut c = KubeletConfig::default();
+        KubeletConfigFile::parse(p, text).unwrap().apply(&mut c);
+        c.eviction_hard
+    };
+    assert_eq!(effective("maxPods: 3\n"), Thresholds::default());
+    let kind_style = "evictionHard:\n  nodefs.available: \"0%\"\n  imagefs.available: \"0%\"\n";
+    assert_eq!(effective(kind_style), Thresholds::none());
+    let merged =
+        effective("mergeDefaultEvictionSettings: true\nevictionHard:\n  memory.available: 500Mi\n");
+    assert_eq!(merged.get(Signal::MemoryAvailable), Some(ThresholdValue::Quantity(500 << 20)));
+    assert_eq!(merged.get(Signal::NodeFsAvailable), Some(ThresholdValue::Fraction(0.1)));
+    let file = KubeletConfigFile::parse(p, kind_style).unwrap();
+    assert!(file.notes().accepted_not_implemented.is_empty(), "evictionHard is acted on");
+
+    let err = KubeletConfigFile::parse(p, "evictionHard:\n  memory.available: ten percent\n")
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kubelet config /etc/kubernetes/kubelet.yaml: evictionHard[memory.available]: \"ten percent\" is neither a quantity nor a percentage"
+    );
+    let err = KubeletConfigFile::parse(p, "evictionHard:\n  disk.available: 1Gi\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("evictionHard[disk.available]: unsupported eviction signal disk.available"),
+        "{err}"
+    );
+}
+
+#[test]
+fn system_and_kube_reserved_are_read_and_bad_entries_stop_the_start() {
+    use crate::cm::allocatable::Reservable;
+    let p = Path::new("/etc/kubernetes/kubelet.yaml");
+    let text = "systemReserved:\n  cpu: 500m\n  memory: 1Gi\nkubeReserved:\n  cpu: \"1\"\n  pid: \"100\"\n";
+    let file = KubeletConfigFile::parse(p, text).unwrap();
+    assert!(file.notes().accepted_not_implemented.is_empty(), "both are acted on");
+    let mut c = KubeletConfig::default();
+    file.apply(&mut c);
+    let a = c.node_allocatable();
+    assert_eq!(a.reservation(Reservable::Cpu, 4000), 1500);
+    assert_eq!(a.allocatable(Reservable::Memory, 4 << 30), (3 << 30) - (100 << 20));
+    assert_eq!(a.reservation(Reservable::Pid, 4096), 100);
+
+    let err = KubeletConfigFile::parse(p, "kubeReserved:\n  gpu: \"1\"\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kubelet config /etc/kubernetes/kubelet.yaml: kubeReserved[gpu]: cannot reserve \"gpu\" resource"
+    );
+    let err = KubeletConfigFile::parse(p, "systemReserved:\n  memory: lots\n").unwrap_err();
+    assert!(err.to_string().contains("systemReserved[memory]: \"lots\" is not a quantity"));
+}
+
+#[test]
+fn reads_the_kubelet_apis_tls_and_authentication() {
+    let text = "streamingConnectionIdleTimeout: 5m\nport: 10350\ntlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  anonymous:\n    enabled: true\nauthorization:\n  mode: AlwaysAllow\n";
+    let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
+    let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+    file.apply(&mut c);
+    assert_eq!(c.port, 10350);
+    assert_eq!(c.streaming_connection_idle_timeout, Duration::from_secs(300));
+    assert_eq!(c.client_ca_file.as_deref(), Some(Path::new("/pki/ca.crt")));
+    assert!(c.anonymous_auth);
+    assert_eq!(c.authorization_mode, AuthorizationMode::AlwaysAllow);
+    assert!(file.notes().accepted_not_implemented.is_empty());
+    c.validate().unwrap();
+    c.tls_private_key_file = None;
+    let err = c.validate().unwrap_err();
+    assert!(err.to_string().contains("tlsCertFile"), "{err}");
+}
+
+#[test]
+fn an_empty_static_pod_path_disables_the_file_source() {
+    let file = KubeletConfigFile::parse(Path::new("k"), "staticPodPath: \"\"\n").unwrap();
+    let mut c = KubeletConfig::default();
+    file.apply(&mut c);
+    assert_eq!(c.static_pod_path, None);
+}
+
+#[test]
+fn the_static_config_path_defaults_beside_the_manifests_and_may_be_moved_or_disabled() {
+    let mut c = KubeletConfig::default();
+    assert_eq!(c.static_config_path.as_deref(), Some(Path::new("/etc/kubernetes/static-config")));
+    let file = KubeletConfigFile::parse(Path::new("k"), "staticConfigPath: /srv/config\n").unwrap();
+    file.apply(&mut c);
+    assert_eq!(c.static_config_path.as_deref(), Some(Path::new("/srv/config")));
+    assert!(file.notes().unknown.is_empty(), "a field of ours, not a typo");
+    let file = KubeletConfigFile::parse(Path::new("k"), "staticConfigPath: \"\"\n").unwrap();
+    file.apply(&mut c);
+    assert_eq!(c.static_config_path, None);
+}
+
+#[test]
+fn webhook_authorization_is_the_default_and_needs_an_apiserver() {
+    let defaults = KubeletConfig::default();
+    assert_eq!(defaults.authorization_mode, AuthorizationMode::Webhook);
+    assert_eq!(defaults.authorization_cache_authorized_ttl, Duration::from_secs(300));
+    assert_eq!(defaults.authorization_cache_unauthorized_ttl, Duration::from_secs(30));
+    assert_eq!(defaults.streaming_connection_idle_timeout, Duration::from_secs(4 * 3600));
+    let text = "authorization:\n  mode: Webhook\n  webhook:\n    cacheAuthorizedTTL: 1m\n    cacheUnauthorizedTTL: 5s\nauthentication:\n  webhook:\n    enabled: false\n    cacheTTL: 10s\n  x509:\n    clientCAFile: /pki/ca.crt\n";
+    let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
+    let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+    file.apply(&mut c);
+    assert_eq!(c.authorization_cache_authorized_ttl, Duration::from_secs(60));
+    assert_eq!(c.authorization_cache_unauthorized_ttl, Duration::from_secs(5));
+    assert!(!c.authentication_token_webhook);
+    assert_eq!(c.authentication_token_webhook_cache_ttl, Duration::from_secs(10));
+    // Standalone, callers could authenticate, and nobody to ask: refused, saying what to do.
+    let err = c.validate().unwrap_err().to_string();
+    assert!(err.contains("authorization.mode") && err.contains("AlwaysAllow"), "{err}");
+    c.kubeconfig = Some("/etc/kubernetes/kubelet.conf".into());
+    c.validate().unwrap();
+    // Standalone with no way to authenticate (every request is 401): nothing to authorize.
+    let standalone = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+    standalone.validate().unwrap();
+    let err = KubeletConfigFile::parse(Path::new("k.yaml"), "authorization:\n  mode: RBAC\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("k.yaml") && err.contains("RBAC"), "{err}");
+    assert_eq!("Webhook".parse(), Ok(AuthorizationMode::Webhook));
+    assert!("rbac".parse::<AuthorizationMode>().is_err());
+}
