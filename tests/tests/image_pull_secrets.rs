@@ -172,8 +172,13 @@ async fn pulls_from_a_protected_registry_take_pull_secrets_or_the_nodes_config()
             failed.contains("for pod \"default/bad-secret\": image pull secret \"default/shapeless\": data[.dockerconfigjson]"),
             "{failed}"
         );
-        let bad = state(&pods, "bad-secret").await;
-        assert!(matches!(bad.as_deref(), Some("ErrImagePull" | "ImagePullBackOff")), "{bad:?}");
+        // The event is recorded before the status that follows from the same failed pull.
+        let bad = eventually("the bad secret's pod waiting on its pull", WAIT, POLL, || async {
+            let bad = state(&pods, "bad-secret").await;
+            matches!(bad.as_deref(), Some("ErrImagePull" | "ImagePullBackOff")).then_some(bad)
+        })
+        .await;
+        assert!(bad.is_ok(), "{:?}", state(&pods, "bad-secret").await);
         assert_eq!(state(&pods, "with-secret").await.as_deref(), Some("Running"));
 
         // The node's config.json serves its path to pods without pull secrets.
