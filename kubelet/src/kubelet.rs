@@ -106,13 +106,10 @@ fn joined_recorder(
     Recorder::joined(events)
 }
 
-/// A directory on the runtime's image filesystem, as CRI `ImageFsInfo` names it (asked once: a
-/// runtime does not move its images while running); `None`, with a warning, when the runtime
-/// does not say, and the `imagefs` signals go unobserved.
 /// What the node has of each reservable resource, for checking the reservations.
 fn node_capacity(machine: &MachineInfo, sample: &NodeSample) -> Capacity {
     let mut capacity = BTreeMap::from([
-        (Reservable::Cpu, machine.cpus as u64 * 1000),
+        (Reservable::Cpu, machine.milli_cpus()),
         (Reservable::Memory, machine.memory_bytes),
     ]);
     if let Some(fs) = sample.nodefs {
@@ -124,6 +121,9 @@ fn node_capacity(machine: &MachineInfo, sample: &NodeSample) -> Capacity {
     Capacity(capacity)
 }
 
+/// A directory on the runtime's image filesystem, as CRI `ImageFsInfo` names it (asked once: a
+/// runtime does not move its images while running); `None`, with a warning, when the runtime
+/// does not say, and the `imagefs` signals go unobserved.
 async fn image_fs_dir(cri: &CriClient) -> Option<PathBuf> {
     let info = cri.image_fs_info(cri::ImageFsInfoRequest {}).await;
     let mountpoint = match &info {
@@ -209,9 +209,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         }),
         // Allocatable as the node reports it.
         allocatable: Allocatable {
-            cpu_millis: i128::from(
-                allocatable.allocatable(Reservable::Cpu, machine.cpus as u64 * 1000),
-            ),
+            cpu_millis: i128::from(allocatable.allocatable(Reservable::Cpu, machine.milli_cpus())),
             memory_bytes: i128::from(
                 allocatable.allocatable(Reservable::Memory, machine.memory_bytes),
             ),

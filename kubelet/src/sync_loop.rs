@@ -237,10 +237,7 @@ impl SyncLoop {
     fn handle_config(&mut self, mut update: PodUpdate) {
         if update.op == Op::Add {
             // Admitted oldest first, as upstream's `HandlePodAdditions`.
-            update.pods.sort_by(|a, b| {
-                let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
-                created(a).cmp(&created(b))
-            });
+            update.pods.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
         }
         for pod in update.pods {
             let uid = uid(&pod);

@@ -29,6 +29,7 @@ pub mod kubelet;
 pub mod leaks;
 pub mod measure;
 pub mod process;
+pub mod prom;
 pub mod registry;
 pub mod require;
 pub mod scheduler;

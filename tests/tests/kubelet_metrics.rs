@@ -6,11 +6,10 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use e2e::cluster::JoinedNode;
+use e2e::prom::{promtool, raw, samples};
 use e2e::{eventually, require};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -47,54 +46,12 @@ async fn running(pods: &Api<Pod>) -> Option<usize> {
     Some(running.count())
 }
 
-fn raw(node: &JoinedNode, path: &str) -> Result<String, String> {
-    let out = node.api.kubectl(&["get", "--raw", path]).unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(format!("kubectl get --raw {path}: {}{}", text, String::from_utf8_lossy(&out.stderr)))
-    }
-}
-
-/// One sample line of the text format: name, labels as written, value.
-fn samples(text: &str) -> Vec<(String, String, f64)> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (series, rest) = match l.rfind('}') {
-                Some(i) => (&l[..=i], &l[i + 1..]),
-                None => l.split_once(' ').unwrap(),
-            };
-            let (name, labels) = series.split_once('{').unwrap_or((series, ""));
-            let value = rest.split_whitespace().next().unwrap().parse().unwrap();
-            (name.to_string(), labels.trim_end_matches('}').to_string(), value)
-        })
-        .collect()
-}
-
 /// The value of the series `name` whose labels contain every one of `labels`.
 fn value(samples: &[(String, String, f64)], name: &str, labels: &[&str]) -> Option<f64> {
     samples
         .iter()
         .find(|(n, l, _)| n == name && labels.iter().all(|want| l.split(',').any(|x| x == *want)))
         .map(|s| s.2)
-}
-
-/// `promtool check metrics` on `text`: its exit status and what it printed.
-fn promtool(text: &str) -> (bool, String) {
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = promtool.wait_with_output().unwrap();
-    let said =
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), said)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,11 +6,10 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use e2e::cluster::JoinedNode;
+use e2e::prom::{promtool, raw, samples};
 use e2e::{eventually, require};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -50,16 +49,6 @@ async fn running(pods: &Api<Pod>) -> Option<BTreeSet<(String, String)>> {
     Some(out)
 }
 
-fn raw(node: &JoinedNode, path: &str) -> Result<String, String> {
-    let out = node.api.kubectl(&["get", "--raw", path]).unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(format!("kubectl get --raw {path}: {}{}", text, String::from_utf8_lossy(&out.stderr)))
-    }
-}
-
 fn number(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
@@ -83,22 +72,6 @@ fn summary_containers(s: &Value) -> BTreeSet<(String, String)> {
         }
     }
     out
-}
-
-/// One sample line of the text format: name, labels as written, value.
-fn samples(text: &str) -> Vec<(String, String, f64)> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (series, rest) = match l.find('}') {
-                Some(i) => (&l[..=i], &l[i + 1..]),
-                None => l.split_once(' ').unwrap(),
-            };
-            let (name, labels) = series.split_once('{').unwrap_or((series, ""));
-            let value = rest.split_whitespace().next().unwrap().parse().unwrap();
-            (name.to_string(), labels.trim_end_matches('}').to_string(), value)
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,21 +135,8 @@ async fn summary_and_resource_metrics_carry_every_running_container_through_node
 
     // The metrics: promtool accepts them, and every running container has its working set.
     let text = raw(&node, &format!("/api/v1/nodes/{NODE}/proxy/metrics/resource")).unwrap();
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let checked = promtool.wait_with_output().unwrap();
-    assert!(
-        checked.status.success(),
-        "promtool check metrics: {}{}\n{text}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    let (ok, said) = promtool(&text);
+    assert!(ok, "promtool check metrics: {said}\n{text}");
     let samples = samples(&text);
     let value = |name: &str, labels: &str| {
         samples.iter().find(|(n, l, _)| n == name && l == labels).map(|s| s.2)

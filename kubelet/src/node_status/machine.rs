@@ -73,6 +73,11 @@ pub fn go_arch(arch: &str) -> &str {
 }
 
 impl MachineInfo {
+    /// The CPUs in millicores, the unit allocatable and admission count in.
+    pub fn milli_cpus(&self) -> u64 {
+        self.cpus as u64 * 1000
+    }
+
     /// Reads the machine under `root` (`/` on a real node).
     pub fn read(root: &Path) -> Self {
         let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);

@@ -104,7 +104,7 @@ pub fn status(
     // `GetNodeAllocatableAbsolute`.
     let a = &facts.allocatable;
     let mut allocatable = capacity.clone();
-    let cpu = a.allocatable(Reservable::Cpu, machine.cpus as u64 * 1000);
+    let cpu = a.allocatable(Reservable::Cpu, machine.milli_cpus());
     allocatable.insert("cpu".into(), Quantity(Reservable::Cpu.format(cpu)));
     let memory = a.allocatable(Reservable::Memory, machine.memory_bytes);
     allocatable.insert("memory".into(), bytes(memory));
