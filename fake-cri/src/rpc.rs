@@ -18,6 +18,7 @@ pub enum Rpc {
     RemoveContainer,
     ListContainers,
     ContainerStatus,
+    ReopenContainerLog,
     ExecSync,
     Status,
     GetContainerEvents,

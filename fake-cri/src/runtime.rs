@@ -353,6 +353,23 @@ impl FakeRuntime {
         Ok(())
     }
 
+    /// Opens a running container's log file again, creating it after the kubelet renamed it
+    /// for rotation, as containerd's `ReopenContainerLog` (which refuses stopped containers).
+    pub(crate) fn reopen_container_log(&self, id: &str) -> Result<(), Status> {
+        let store = lock(&self.inner.store);
+        let id = store.containers.resolve(id).ok_or_else(|| container_not_found(id))?;
+        let c = &store.containers[id];
+        if !matches!(c.phase, Phase::Running { .. }) {
+            return Err(Status::failed_precondition("container is not running"));
+        }
+        if let Some(path) = &c.log_path {
+            logs::open(path).map_err(|e| {
+                Status::internal(format!("failed to create and open log file: {e}"))
+            })?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn list_containers(
         &self,
         filter: Option<&cri::ContainerFilter>,

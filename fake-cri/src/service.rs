@@ -162,9 +162,11 @@ impl RuntimeService for FakeRuntime {
 
     async fn reopen_container_log(
         &self,
-        _: Request<cri::ReopenContainerLogRequest>,
+        r: Request<cri::ReopenContainerLogRequest>,
     ) -> Reply<cri::ReopenContainerLogResponse> {
-        unimplemented("ReopenContainerLog")
+        self.gate(Rpc::ReopenContainerLog).await?;
+        self.reopen_container_log(&r.get_ref().container_id)?;
+        Ok(Response::new(cri::ReopenContainerLogResponse {}))
     }
 
     async fn exec_sync(&self, r: Request<cri::ExecSyncRequest>) -> Reply<cri::ExecSyncResponse> {

@@ -283,6 +283,9 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     tasks.spawn(relist.run(child.clone()));
     tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, child.clone()));
     tasks.spawn(trim_periodically(child.clone()));
+    let log_manager =
+        crate::logs::ContainerLogManager { cri: cri.clone(), policy: config.container_log.clone() };
+    tasks.spawn(log_manager.run(child.clone()));
 
     let sync_loop_health = Arc::new(SyncLoopHealth::new(config.sync_frequency));
     let stats = Arc::new(StatsProvider::new(

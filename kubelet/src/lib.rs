@@ -21,6 +21,8 @@
 //! - [`mirror`]: mirror pods, the apiserver's reflection of static pods.
 //! - [`status`]: API pod statuses, the store that keeps them, and their sync to the apiserver.
 //! - [`server`]: the HTTP APIs: read-only, and the secure one (logs, exec).
+//! - [`logs`]: container log rotation (`containerLogMaxSize`, `containerLogMaxFiles`) through
+//!   CRI `ReopenContainerLog`, older files gzipped.
 //! - [`metrics`]: the kubelet's own metrics (`/metrics`, `/metrics/probes`), recorded where
 //!   the work happens.
 //! - [`stats`]: resource usage of the node, its pods and containers (the summary API).
@@ -43,6 +45,7 @@ pub mod eviction;
 pub mod fieldpath;
 pub mod kubelet;
 pub mod lifecycle;
+pub mod logs;
 pub mod metrics;
 pub mod mirror;
 pub mod node_status;

@@ -88,6 +88,12 @@ struct Args {
     /// kubeReserved, in the same form.
     #[arg(long, value_parser = key_values)]
     kube_reserved: Option<std::collections::BTreeMap<String, String>>,
+    /// The size (e.g. 10Mi) at which a container's log is rotated; negative: never.
+    #[arg(long, allow_hyphen_values = true)]
+    container_log_max_size: Option<String>,
+    /// The most log files a container keeps, the current one included (at least 2).
+    #[arg(long)]
+    container_log_max_files: Option<u32>,
     #[command(flatten)]
     log: daemon::LogArgs,
 }
@@ -173,6 +179,13 @@ async fn main() -> anyhow::Result<()> {
             *target = kubelet::cm::allocatable::Reserved::parse(map)
                 .map_err(|(key, e)| anyhow::anyhow!("{flag}: {key}: {e}"))?;
         }
+    }
+    if let Some(size) = &args.container_log_max_size {
+        config.container_log.max_size = kubelet::logs::LogRotatePolicy::parse_max_size(size)
+            .map_err(|e| anyhow::anyhow!("--container-log-max-size: {e}"))?;
+    }
+    if let Some(n) = args.container_log_max_files {
+        config.container_log.max_files = n;
     }
     config.node_name = config.node_name.to_lowercase();
 

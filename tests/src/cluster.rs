@@ -81,9 +81,14 @@ impl StandaloneNode {
 
     /// [`StandaloneNode::start`] with more kubelet flags.
     pub async fn start_with(flags: &[&str]) -> anyhow::Result<Self> {
+        Self::start_with_config("", flags).await
+    }
+
+    /// [`StandaloneNode::start`] with more `KubeletConfiguration` lines and kubelet flags.
+    pub async fn start_with_config(config: &str, flags: &[&str]) -> anyhow::Result<Self> {
         let containerd = Containerd::start(Default::default()).await?;
         containerd.import_test_images()?;
-        let kubelet = Kubelet::start_standalone_with(&containerd, flags)?;
+        let kubelet = Kubelet::start_standalone_with_config(&containerd, config, flags)?;
         let cri = containerd.client().await?;
         Ok(Self { containerd: Some(containerd), kubelet, cri })
     }

@@ -78,7 +78,7 @@ impl Kubelet {
         if let Some(ca) = kubeconfig_ca(kubeconfig)? {
             extra.extend(["--client-ca-file".to_string(), ca.display().to_string()]);
         }
-        Self::start_full(containerd, node, None, extra)
+        Self::start_full(containerd, node, None, extra, "")
     }
 
     /// Starts a kubelet named `node`, with the read-only API on `port` (a free one if `None`).
@@ -87,12 +87,23 @@ impl Kubelet {
         node: &str,
         port: Option<u16>,
     ) -> anyhow::Result<Self> {
-        Self::start_full(containerd, node, port, Vec::new())
+        Self::start_full(containerd, node, port, Vec::new(), "")
     }
 
     /// A kubelet with no apiserver (static pods only) and more command-line flags.
     pub fn start_standalone_with(containerd: &Containerd, flags: &[&str]) -> anyhow::Result<Self> {
-        Self::start_full(containerd, NODE, None, flags.iter().map(|f| (*f).to_string()).collect())
+        Self::start_standalone_with_config(containerd, "", flags)
+    }
+
+    /// A kubelet with no apiserver, more `KubeletConfiguration` lines (YAML, one field per
+    /// line) and more command-line flags.
+    pub fn start_standalone_with_config(
+        containerd: &Containerd,
+        config: &str,
+        flags: &[&str],
+    ) -> anyhow::Result<Self> {
+        let flags = flags.iter().map(|f| (*f).to_string()).collect();
+        Self::start_full(containerd, NODE, None, flags, config)
     }
 
     fn start_full(
@@ -100,13 +111,14 @@ impl Kubelet {
         node: &str,
         port: Option<u16>,
         extra: Vec<String>,
+        extra_config: &str,
     ) -> anyhow::Result<Self> {
         let dir = containerd.dir().join(format!("kubelet-{node}"));
         for d in ["manifests", "static-config", "root", "logs"] {
             std::fs::create_dir_all(dir.join(d))?;
         }
         let config = format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\nstaticConfigPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 0.0.0.0\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n{}",
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\nstaticConfigPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 0.0.0.0\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n{}{extra_config}",
             dir.join("manifests").display(),
             dir.join("static-config").display(),
             containerd.endpoint(),

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::duration::GoDuration;
 use crate::cm::allocatable::{NodeAllocatable, ReservationError, Reserved};
 use crate::eviction::{ThresholdError, Thresholds};
+use crate::logs::{LogRotatePolicy, MaxSizeError};
 
 /// Upstream's `KubeletConfiguration` fields this kubelet does not act on yet (accepted, logged).
 const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
@@ -55,8 +56,6 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "memoryManagerPolicy",
     "topologyManagerPolicy",
     "podPidsLimit",
-    "containerLogMaxSize",
-    "containerLogMaxFiles",
     "shutdownGracePeriod",
     "shutdownGracePeriodCriticalPods",
     "volumeStatsAggPeriod",
@@ -112,6 +111,11 @@ pub struct KubeletConfigFile {
     /// `systemReserved` and `kubeReserved` as written: resource → quantity.
     pub system_reserved: Option<BTreeMap<String, String>>,
     pub kube_reserved: Option<BTreeMap<String, String>>,
+    /// Container log rotation.
+    pub container_log_max_size: Option<String>,
+    pub container_log_max_files: Option<u32>,
+    pub container_log_max_workers: Option<u32>,
+    pub container_log_monitor_interval: Option<GoDuration>,
     /// Everything else: upstream fields we do not implement, and unknown ones.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -254,6 +258,9 @@ pub struct KubeletConfig {
     /// `kubeReserved`, `--system-reserved`, `--kube-reserved`).
     pub system_reserved: Reserved,
     pub kube_reserved: Reserved,
+    /// When container logs are rotated and how many files each keeps (`containerLogMaxSize`,
+    /// `containerLogMaxFiles`, `containerLogMaxWorkers`, `containerLogMonitorInterval`).
+    pub container_log: LogRotatePolicy,
 }
 
 impl Default for KubeletConfig {
@@ -298,6 +305,7 @@ impl Default for KubeletConfig {
             eviction_hard: Thresholds::default(),
             system_reserved: Reserved::default(),
             kube_reserved: Reserved::default(),
+            container_log: LogRotatePolicy::default(),
         }
     }
 }
@@ -316,6 +324,8 @@ pub enum ConfigError {
     Invalid { field: &'static str, reason: String },
     #[error("kubelet config {path}: evictionHard[{signal}]: {source}")]
     EvictionHard { path: PathBuf, signal: String, source: ThresholdError },
+    #[error("kubelet config {path}: containerLogMaxSize: {source}")]
+    LogMaxSize { path: PathBuf, source: MaxSizeError },
     #[error("kubelet config {path}: {field}[{key}]: {source}")]
     Reserved { path: PathBuf, field: &'static str, key: String, source: ReservationError },
 }
@@ -353,6 +363,10 @@ impl KubeletConfigFile {
                     source,
                 })?;
             }
+        }
+        if let Some(size) = &file.container_log_max_size {
+            LogRotatePolicy::parse_max_size(size)
+                .map_err(|source| ConfigError::LogMaxSize { path: path.into(), source })?;
         }
         Ok(file)
     }
@@ -396,6 +410,21 @@ impl KubeletConfigFile {
             if let Some(Ok(r)) = map.as_ref().map(Reserved::parse) {
                 *target = r;
             }
+        }
+        // `parse` refused a file whose size does not parse.
+        if let Some(Ok(size)) =
+            self.container_log_max_size.as_deref().map(LogRotatePolicy::parse_max_size)
+        {
+            c.container_log.max_size = size;
+        }
+        if let Some(n) = self.container_log_max_files {
+            c.container_log.max_files = n;
+        }
+        if let Some(n) = self.container_log_max_workers {
+            c.container_log.max_workers = n;
+        }
+        if let Some(d) = self.container_log_monitor_interval {
+            c.container_log.monitor_interval = d.0;
         }
         if let Some(p) = &self.static_pod_path {
             c.static_pod_path = (!p.as_os_str().is_empty()).then(|| p.clone());
@@ -509,6 +538,9 @@ impl KubeletConfig {
         }
         if !self.cgroup_root.starts_with('/') {
             return invalid("cgroupRoot", "must be an absolute cgroup path");
+        }
+        if let Err((field, reason)) = self.container_log.validate() {
+            return invalid(field, &reason);
         }
         Ok(())
     }

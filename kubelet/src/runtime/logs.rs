@@ -234,7 +234,9 @@ pub struct ReadRequest {
 
 /// Streams the log `file` (opened from `req.path`) into `out` in chunks: from the tail position
 /// (or the start), to the end, and when following, on as the file grows until `running` says the
-/// container stopped (and the file is drained), the receiver goes away, or `stop`.
+/// container stopped (and the file is drained), the receiver goes away, or `stop`. A follower
+/// goes on to the new file at `req.path` when the log is rotated, once the old one is drained,
+/// as upstream's reader does on the file's re-creation.
 pub async fn read_logs<F, Fut>(
     mut file: tokio::fs::File,
     req: ReadRequest,
@@ -247,6 +249,7 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     let io = |source| LogsError::Io { path: req.path.clone(), source };
+    let mut inode = file_id(&file.metadata().await.map_err(io)?);
     let start = match req.tail {
         Some(n) => tail_start(&mut file, n).await.map_err(io)?,
         None => 0,
@@ -258,6 +261,8 @@ where
     let mut chunk = Vec::with_capacity(CHUNK);
     let mut last_check = tokio::time::Instant::now();
     let mut container_stopped = false;
+    // The path names a newer file (the log was rotated): read on there once this one is drained.
+    let mut rotated = false;
     loop {
         if read_record(&mut reader, &mut line).await.map_err(io)? {
             let flow = writer.write(&line, &mut chunk);
@@ -274,6 +279,19 @@ where
         if !send(&out, &mut chunk).await {
             return Ok(());
         }
+        if req.follow && rotated {
+            // Drained the rotated file; the runtime writes to the new one from here.
+            rotated = false;
+            match tokio::fs::File::open(&req.path).await {
+                Ok(next) => {
+                    inode = file_id(&next.metadata().await.map_err(io)?);
+                    reader = BufReader::with_capacity(64 * 1024, next);
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
         if !req.follow || container_stopped {
             if !line.is_empty() {
                 writer.write(&line, &mut chunk);
@@ -285,6 +303,9 @@ where
             () = out.closed() => return Ok(()),
             () = tokio::time::sleep(FOLLOW_POLL) => {}
         }
+        if let Ok(m) = tokio::fs::metadata(&req.path).await {
+            rotated = file_id(&m) != inode;
+        }
         if last_check.elapsed() >= RUNNING_CHECK {
             last_check = tokio::time::Instant::now();
             // After the container stopped, one more pass drains the file, then reading ends.
@@ -293,6 +314,12 @@ where
     }
     send(&out, &mut chunk).await;
     Ok(())
+}
+
+/// Which file a handle or path is: device and inode.
+fn file_id(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
 }
 
 /// Bytes gathered before they are sent on.
@@ -525,6 +552,32 @@ mod tests {
         writeln!(f, "{T2} stdout F last").unwrap();
         running.store(false, Ordering::SeqCst);
         assert_eq!(collect(rx).await, "last\n");
+        reader.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_follower_reads_the_rotated_file_to_its_end_then_goes_on_in_the_new_one() {
+        use std::io::Write;
+        let (_dir, path) = file_with(&rec(T1, "stdout", "F", "before")).await;
+        let (tx, mut rx) = mpsc::channel(4);
+        let req = ReadRequest {
+            path: path.clone(),
+            opts: LogOptions::default(),
+            tail: None,
+            follow: true,
+        };
+        let stop = CancellationToken::new();
+        let file = tokio::fs::File::open(&path).await.unwrap();
+        let reader = tokio::spawn(read_logs(file, req, tx, || async { true }, stop.clone()));
+        assert_eq!(rx.recv().await.unwrap(), Bytes::from("before\n"));
+        // The rotation: renamed, a last line lands in the old file, then the runtime reopens.
+        let mut old = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        std::fs::rename(&path, path.with_extension("log.20261127-000000")).unwrap();
+        writeln!(old, "{T1} stdout F late").unwrap();
+        std::fs::write(&path, rec(T2, "stdout", "F", "after")).unwrap();
+        assert_eq!(rx.recv().await.unwrap(), Bytes::from("late\n"));
+        assert_eq!(rx.recv().await.unwrap(), Bytes::from("after\n"));
+        stop.cancel();
         reader.await.unwrap().unwrap();
     }
 

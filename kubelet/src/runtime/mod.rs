@@ -27,7 +27,7 @@ pub mod sync;
 pub mod volumes;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -349,17 +349,28 @@ impl RuntimeManager {
 
     /// Removes exited containers but the newest exited one of each name (which status needs
     /// for `lastState` and `kubectl logs --previous`), as upstream's container GC keeps one
-    /// dead container per name.
+    /// dead container per name; each with its log files, rotated ones included (upstream's
+    /// `removeContainerLog`).
     async fn prune_dead_containers(&self, status: &PodRuntimeStatus) {
         let mut seen = std::collections::HashSet::new();
         for c in status.containers.iter().filter(|c| c.state == ContainerState::Exited) {
-            if !seen.insert(c.name.as_str())
-                && let Err(e) = self
-                    .cri
-                    .remove_container(cri::RemoveContainerRequest { container_id: c.id.clone() })
-                    .await
-            {
-                tracing::debug!(container = %c.id, error = %e, "removing an old dead container");
+            if seen.insert(c.name.as_str()) {
+                continue;
+            }
+            let removed = self
+                .cri
+                .remove_container(cri::RemoveContainerRequest { container_id: c.id.clone() })
+                .await;
+            match removed {
+                Err(e) => {
+                    tracing::debug!(container = %c.id, error = %e, "removing an old dead container")
+                }
+                Ok(_) if !c.log_path.is_empty() => {
+                    if let Err(e) = crate::logs::rotate::remove_all(Path::new(&c.log_path)) {
+                        tracing::warn!(container = %c.id, error = %e, "removing a dead container's logs");
+                    }
+                }
+                Ok(_) => {}
             }
         }
     }

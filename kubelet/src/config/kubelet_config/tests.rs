@@ -106,6 +106,37 @@ fn system_and_kube_reserved_are_read_and_bad_entries_stop_the_start() {
 }
 
 #[test]
+fn container_log_rotation_is_read_and_bad_settings_stop_the_start() {
+    let p = Path::new("/etc/kubernetes/kubelet.yaml");
+    let text = "containerLogMaxSize: 50Mi\ncontainerLogMaxFiles: 3\ncontainerLogMaxWorkers: 2\ncontainerLogMonitorInterval: 30s\n";
+    let file = KubeletConfigFile::parse(p, text).unwrap();
+    assert!(file.notes().accepted_not_implemented.is_empty(), "all four are acted on");
+    let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+    assert_eq!(c.container_log.max_size, Some(10 << 20), "upstream's default");
+    file.apply(&mut c);
+    assert_eq!(c.container_log.max_size, Some(50 << 20));
+    assert_eq!((c.container_log.max_files, c.container_log.max_workers), (3, 2));
+    assert_eq!(c.container_log.monitor_interval, Duration::from_secs(30));
+    c.validate().unwrap();
+
+    let off = KubeletConfigFile::parse(p, "containerLogMaxSize: \"-1\"\n").unwrap();
+    off.apply(&mut c);
+    assert_eq!(c.container_log.max_size, None, "a negative size turns rotation off");
+
+    let err = KubeletConfigFile::parse(p, "containerLogMaxSize: ten\n").unwrap_err();
+    assert!(
+        err.to_string().starts_with("kubelet config /etc/kubernetes/kubelet.yaml: containerLogMaxSize: failed to parse container log max size \"ten\""),
+        "{err}"
+    );
+    let file = KubeletConfigFile::parse(p, "containerLogMaxFiles: 1\n").unwrap();
+    file.apply(&mut c);
+    assert_eq!(
+        c.validate().unwrap_err().to_string(),
+        "kubelet config: containerLogMaxFiles: invalid MaxFiles 1, must be > 1"
+    );
+}
+
+#[test]
 fn reads_the_kubelet_apis_tls_and_authentication() {
     let text = "streamingConnectionIdleTimeout: 5m\nport: 10350\ntlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  anonymous:\n    enabled: true\nauthorization:\n  mode: AlwaysAllow\n";
     let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
