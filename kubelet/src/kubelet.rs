@@ -286,6 +286,15 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let log_manager =
         crate::logs::ContainerLogManager { cri: cri.clone(), policy: config.container_log.clone() };
     tasks.spawn(log_manager.run(child.clone()));
+    let image_gc = crate::runtime::images::gc::ImageGcManager {
+        cri: cri.clone(),
+        policy: config.image_gc.clone(),
+        image_fs_dir: readings.image_fs_dir.clone(),
+        recorder: recorder.clone(),
+        node: config.node_name.clone(),
+        records: Default::default(),
+    };
+    tasks.spawn(image_gc.run(child.clone()));
 
     let sync_loop_health = Arc::new(SyncLoopHealth::new(config.sync_frequency));
     let stats = Arc::new(StatsProvider::new(

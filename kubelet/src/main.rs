@@ -94,6 +94,13 @@ struct Args {
     /// The most log files a container keeps, the current one included (at least 2).
     #[arg(long)]
     container_log_max_files: Option<u32>,
+    /// The percent of the image filesystem's use at which image garbage collection starts
+    /// (100: never).
+    #[arg(long)]
+    image_gc_high_threshold: Option<i32>,
+    /// The percent of use image garbage collection frees down to.
+    #[arg(long)]
+    image_gc_low_threshold: Option<i32>,
     #[command(flatten)]
     log: daemon::LogArgs,
 }
@@ -186,6 +193,12 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(n) = args.container_log_max_files {
         config.container_log.max_files = n;
+    }
+    if let Some(p) = args.image_gc_high_threshold {
+        config.image_gc.high_threshold_percent = p;
+    }
+    if let Some(p) = args.image_gc_low_threshold {
+        config.image_gc.low_threshold_percent = p;
     }
     config.node_name = config.node_name.to_lowercase();
 

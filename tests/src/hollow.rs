@@ -208,7 +208,7 @@ impl HollowNode {
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix://{}\npodLogsDir: {}\ncgroupsPerQOS: false\naddress: 127.0.0.1\nreadOnlyPort: 0\nhealthzPort: 0\n{}",
             socket.display(),
             dir.join("logs").display(),
-            crate::kubelet::EVICTION_HARD,
+            crate::kubelet::DISK_SETTINGS,
         );
         std::fs::write(dir.join("kubelet.yaml"), config)?;
         let user = kubelet_user();

@@ -24,11 +24,13 @@ pub fn kubelet_binary() -> anyhow::Result<PathBuf> {
     crate::workspace_binary("kubelet")
 }
 
-/// The test kubelets' hard eviction thresholds, as kind sets its nodes': the disk signals off,
-/// so what a test sees does not hang on how full the machine's disk is (upstream's
-/// `nodefs.available<10%` turns a 90%-full build machine's node DiskPressure, and the scheduler
-/// then places nothing); memory keeps upstream's default.
-pub const EVICTION_HARD: &str = "evictionHard:\n  memory.available: 100Mi\n  nodefs.available: \"0%\"\n  nodefs.inodesFree: \"0%\"\n  imagefs.available: \"0%\"\n";
+/// The test kubelets' disk settings, as kind sets its nodes': the hard eviction thresholds'
+/// disk signals off and image garbage collection off, so what a test sees does not hang on how
+/// full the machine's disk is (upstream's `nodefs.available<10%` turns a 90%-full build
+/// machine's node DiskPressure, and the scheduler then places nothing; its
+/// `imageGCHighThresholdPercent: 85` would remove the test images no pod uses at that moment);
+/// memory keeps upstream's default. Tests of those features set them with flags.
+pub const DISK_SETTINGS: &str = "evictionHard:\n  memory.available: 100Mi\n  nodefs.available: \"0%\"\n  nodefs.inodesFree: \"0%\"\n  imagefs.available: \"0%\"\nimageGCHighThresholdPercent: 100\n";
 
 #[derive(Debug)]
 pub struct Kubelet {
@@ -124,7 +126,7 @@ impl Kubelet {
             containerd.endpoint(),
             dir.join("logs").display(),
             containerd.cgroup_parent(),
-            EVICTION_HARD,
+            DISK_SETTINGS,
         );
         std::fs::write(dir.join("kubelet.yaml"), config)?;
         let binary = kubelet_binary()?;
@@ -275,6 +277,11 @@ impl Kubelet {
     /// The exit status, once the kubelet has exited on its own.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.as_mut()?.try_wait().ok()?
+    }
+
+    /// The `KubeletConfiguration` file it reads at each (re)start.
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join("kubelet.yaml")
     }
 
     pub fn restart(&mut self) -> anyhow::Result<()> {

@@ -73,7 +73,7 @@ async fn a_joined_kubelet_registers_heartbeats_runs_bound_pods_and_confirms_thei
     assert_eq!(status.capacity.as_ref().unwrap()["pods"].0, "110");
     assert_eq!(condition(&node, "MemoryPressure").as_deref(), Some("False"));
     assert_eq!(condition(&node, "PIDPressure").as_deref(), Some("False"));
-    // The harness turns the disk thresholds off, as kind does (e2e::kubelet::EVICTION_HARD):
+    // The harness turns the disk thresholds off, as kind does (e2e::kubelet::DISK_SETTINGS):
     // no DiskPressure however full this machine's disk; memory keeps upstream's 100Mi, held
     // back from allocatable.
     assert_eq!(condition(&node, "DiskPressure").as_deref(), Some("False"));

@@ -15,6 +15,7 @@ use super::duration::GoDuration;
 use crate::cm::allocatable::{NodeAllocatable, ReservationError, Reserved};
 use crate::eviction::{ThresholdError, Thresholds};
 use crate::logs::{LogRotatePolicy, MaxSizeError};
+use crate::runtime::images::gc::ImageGcPolicy;
 
 /// Upstream's `KubeletConfiguration` fields this kubelet does not act on yet (accepted, logged).
 const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
@@ -24,10 +25,6 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "evictionSoft",
     "evictionSoftGracePeriod",
     "evictionPressureTransitionPeriod",
-    "imageGCHighThresholdPercent",
-    "imageGCLowThresholdPercent",
-    "imageMinimumGCAge",
-    "imageMaximumGCAge",
     "serializeImagePulls",
     "maxParallelImagePulls",
     "registryPullQPS",
@@ -116,6 +113,15 @@ pub struct KubeletConfigFile {
     pub container_log_max_files: Option<u32>,
     pub container_log_max_workers: Option<u32>,
     pub container_log_monitor_interval: Option<GoDuration>,
+    /// Image garbage collection.
+    #[serde(rename = "imageGCHighThresholdPercent")]
+    pub image_gc_high_threshold_percent: Option<i32>,
+    #[serde(rename = "imageGCLowThresholdPercent")]
+    pub image_gc_low_threshold_percent: Option<i32>,
+    #[serde(rename = "imageMinimumGCAge")]
+    pub image_minimum_gc_age: Option<GoDuration>,
+    #[serde(rename = "imageMaximumGCAge")]
+    pub image_maximum_gc_age: Option<GoDuration>,
     /// Everything else: upstream fields we do not implement, and unknown ones.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -261,6 +267,9 @@ pub struct KubeletConfig {
     /// When container logs are rotated and how many files each keeps (`containerLogMaxSize`,
     /// `containerLogMaxFiles`, `containerLogMaxWorkers`, `containerLogMonitorInterval`).
     pub container_log: LogRotatePolicy,
+    /// When unused images are removed (`imageGCHighThresholdPercent`,
+    /// `imageGCLowThresholdPercent`, `imageMinimumGCAge`, `imageMaximumGCAge`).
+    pub image_gc: ImageGcPolicy,
 }
 
 impl Default for KubeletConfig {
@@ -306,6 +315,7 @@ impl Default for KubeletConfig {
             system_reserved: Reserved::default(),
             kube_reserved: Reserved::default(),
             container_log: LogRotatePolicy::default(),
+            image_gc: ImageGcPolicy::default(),
         }
     }
 }
@@ -426,6 +436,18 @@ impl KubeletConfigFile {
         if let Some(d) = self.container_log_monitor_interval {
             c.container_log.monitor_interval = d.0;
         }
+        if let Some(p) = self.image_gc_high_threshold_percent {
+            c.image_gc.high_threshold_percent = p;
+        }
+        if let Some(p) = self.image_gc_low_threshold_percent {
+            c.image_gc.low_threshold_percent = p;
+        }
+        if let Some(d) = self.image_minimum_gc_age {
+            c.image_gc.min_age = d.0;
+        }
+        if let Some(d) = self.image_maximum_gc_age {
+            c.image_gc.max_age = d.0;
+        }
         if let Some(p) = &self.static_pod_path {
             c.static_pod_path = (!p.as_os_str().is_empty()).then(|| p.clone());
         }
@@ -540,6 +562,9 @@ impl KubeletConfig {
             return invalid("cgroupRoot", "must be an absolute cgroup path");
         }
         if let Err((field, reason)) = self.container_log.validate() {
+            return invalid(field, &reason);
+        }
+        if let Err((field, reason)) = self.image_gc.validate() {
             return invalid(field, &reason);
         }
         Ok(())

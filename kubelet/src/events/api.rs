@@ -2,7 +2,8 @@
 //! core/v1 Event from `source.component: kubelet`, `source.host: <node>`, about the pod
 //! (`involvedObject`: `v1` `Pod`, namespace, name, UID, the container's `fieldPath`), handed to
 //! the shared `record` writer, which correlates, counts and writes it without the caller ever
-//! waiting. Manifest files have no API object: their events stay local.
+//! waiting. Events about the node name it as upstream's `nodeRef` does. Manifest files have no
+//! API object: their events stay local.
 //!
 //! A static pod's events name it by its own UID, as upstream's kubelet does: its mirror pod has
 //! the same namespace and name, and its `kubernetes.io/config.mirror` annotation is that UID
@@ -34,6 +35,17 @@ pub fn object_reference(pod: &PodRef) -> ObjectReference {
         name: Some(pod.name.clone()),
         uid: Some(pod.uid.clone()).filter(|u| !u.is_empty()),
         field_path: pod.field_path.clone(),
+        ..ObjectReference::default()
+    }
+}
+
+/// The kubelet's node as an event's `involvedObject`, as upstream's `nodeRef`: kind `Node`,
+/// the name, and the name again as the UID.
+pub fn node_reference(name: &str) -> ObjectReference {
+    ObjectReference {
+        kind: Some("Node".into()),
+        name: Some(name.into()),
+        uid: Some(name.into()),
         ..ObjectReference::default()
     }
 }

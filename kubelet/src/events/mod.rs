@@ -59,8 +59,16 @@ impl Recorder {
         message: impl Into<String>,
     ) {
         let message = record::event::truncate_message(message.into());
-        if let (Some(api), ObjectRef::Pod(pod)) = (&self.api, object) {
-            api.event(&api::object_reference(pod), type_, reason, &message);
+        if let Some(recorder) = &self.api {
+            match object {
+                ObjectRef::Pod(pod) => {
+                    recorder.event(&api::object_reference(pod), type_, reason, &message)
+                }
+                ObjectRef::Node(name) => {
+                    recorder.event(&api::node_reference(name), type_, reason, &message)
+                }
+                ObjectRef::File(_) => {}
+            }
         }
         let field_path = object.field_path();
         match type_ {

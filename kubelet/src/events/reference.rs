@@ -1,6 +1,6 @@
 //! What an event is about, as a typed reference: a pod (or one of its containers, upstream's
-//! `fieldPath` `spec.containers{<name>}`), or a file in the static pod directory, which has no
-//! API object and so stays local.
+//! `fieldPath` `spec.containers{<name>}`), the kubelet's node (image garbage collection), or a
+//! file in the static pod directory, which has no API object and so stays local.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -11,6 +11,8 @@ use k8s_openapi::api::core::v1::Pod;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjectRef {
     Pod(PodRef),
+    /// The kubelet's own node, by name (upstream's `nodeRef`, whose UID is the name too).
+    Node(String),
     /// A manifest file (or the manifest directory itself).
     File(PathBuf),
 }
@@ -81,16 +83,17 @@ impl ObjectRef {
     pub fn field_path(&self) -> Option<&str> {
         match self {
             Self::Pod(p) => p.field_path.as_deref(),
-            Self::File(_) => None,
+            Self::Node(_) | Self::File(_) => None,
         }
     }
 }
 
-/// `pod/<namespace>/<name>` or `file/<path>`: the `object` of `/events` entries.
+/// `pod/<namespace>/<name>`, `node/<name>` or `file/<path>`: the `object` of `/events` entries.
 impl fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Pod(p) => write!(f, "pod/{}/{}", p.namespace, p.name),
+            Self::Node(name) => write!(f, "node/{name}"),
             Self::File(path) => write!(f, "file/{}", path.display()),
         }
     }

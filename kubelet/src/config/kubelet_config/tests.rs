@@ -137,6 +137,26 @@ fn container_log_rotation_is_read_and_bad_settings_stop_the_start() {
 }
 
 #[test]
+fn image_gc_is_read_and_bad_thresholds_stop_the_start() {
+    let p = Path::new("/etc/kubernetes/kubelet.yaml");
+    let text = "imageGCHighThresholdPercent: 90\nimageGCLowThresholdPercent: 70\nimageMinimumGCAge: 5m\nimageMaximumGCAge: 24h\n";
+    let file = KubeletConfigFile::parse(p, text).unwrap();
+    assert!(file.notes().accepted_not_implemented.is_empty(), "all four are acted on");
+    let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+    file.apply(&mut c);
+    assert_eq!((c.image_gc.high_threshold_percent, c.image_gc.low_threshold_percent), (90, 70));
+    assert_eq!(c.image_gc.min_age, Duration::from_secs(300));
+    assert_eq!(c.image_gc.max_age, Duration::from_secs(24 * 3600));
+    c.validate().unwrap();
+    let file = KubeletConfigFile::parse(p, "imageGCLowThresholdPercent: 95\n").unwrap();
+    file.apply(&mut c);
+    assert_eq!(
+        c.validate().unwrap_err().to_string(),
+        "kubelet config: imageGCLowThresholdPercent: imageGCLowThresholdPercent (--image-gc-low-threshold) 95 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 90"
+    );
+}
+
+#[test]
 fn reads_the_kubelet_apis_tls_and_authentication() {
     let text = "streamingConnectionIdleTimeout: 5m\nport: 10350\ntlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  anonymous:\n    enabled: true\nauthorization:\n  mode: AlwaysAllow\n";
     let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();

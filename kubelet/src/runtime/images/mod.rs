@@ -6,6 +6,10 @@
 //! A pull uses the credentials [`crate::credentialprovider`] finds for the image: the pod's
 //! image pull secrets' (fetched when a pull is due), then the node's own; each is tried in
 //! turn until one works, and with none the pull goes without.
+//!
+//! [`gc`]: the images the node no longer needs removed, as upstream's image GC manager.
+
+pub mod gc;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
