@@ -35,6 +35,15 @@ pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
 pub const LABEL_OS: &str = "kubernetes.io/os";
 pub const LABEL_ARCH: &str = "kubernetes.io/arch";
 
+/// The node taints upstream's node lifecycle controller and kubelet conditions stand for.
+pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
+pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+pub const TAINT_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
+pub const TAINT_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+pub const TAINT_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+pub const TAINT_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+pub const TAINT_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+
 /// Job pod template labels and the generated selector (the prefixed ones since 1.27, the
 /// legacy ones kept beside them).
 pub const JOB_NAME: &str = "batch.kubernetes.io/job-name";

@@ -162,3 +162,38 @@ async fn a_reservation_above_capacity_stops_the_kubelet_at_start() {
     let report = containerd.stop().await;
     assert!(report.is_clean(), "teardown leaked: {report:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_disk_pressure_a_new_pod_is_turned_away_as_evicted() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    // The image filesystem is never 99.99 % free: DiskPressure from the start.
+    let flags = ["--eviction-hard=imagefs.available<99.99%,memory.available<64Mi"];
+    let cluster = JoinedNode::start_with_kubelet_flags(NODE, &flags).await.unwrap();
+    let client = cluster.api.admin_client().await.unwrap();
+    let nodes: Api<Node> = Api::all(client.clone());
+    eventually("DiskPressure", WAIT, POLL, || async {
+        let node = nodes.get_opt(NODE).await.ok()??;
+        let conditions = node.status?.conditions?;
+        conditions.iter().any(|c| c.type_ == "DiskPressure" && c.status == "True").then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    pods.create(&PostParams::default(), &pod("turned-away", serde_json::json!({}), None))
+        .await
+        .unwrap();
+    let (reason, message) = eventually("turned-away rejected", WAIT, POLL, || async {
+        let s = pods.get("turned-away").await.ok()?.status?;
+        (s.phase.as_deref() == Some("Failed"))
+            .then(|| (s.reason.unwrap_or_default(), s.message.unwrap_or_default()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    assert_eq!(
+        (reason.as_str(), message.as_str()),
+        ("Evicted", "Pod was rejected: The node had condition: [DiskPressure]. ")
+    );
+    cluster.stop().await.unwrap();
+}

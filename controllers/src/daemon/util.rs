@@ -18,13 +18,10 @@ pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
 /// The (deprecated) label naming the template generation a pod was made from.
 pub const TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
 
-pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
-pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
-pub const TAINT_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
-pub const TAINT_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
-pub const TAINT_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
-pub const TAINT_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
-pub const TAINT_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+pub use api::keys::{
+    TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_NETWORK_UNAVAILABLE, TAINT_NOT_READY,
+    TAINT_PID_PRESSURE, TAINT_UNREACHABLE, TAINT_UNSCHEDULABLE,
+};
 
 fn exists(key: &str, effect: &str) -> Toleration {
     Toleration {

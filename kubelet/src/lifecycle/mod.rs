@@ -7,7 +7,18 @@
 //!   scheduler's admission filters (resources, node affinity, node name, host ports; the `api`
 //!   crate's `resources` and `scheduling`, the rules the scheduler filters with) and untolerated
 //!   `NoExecute` taints.
+//! - [`eviction`]: the eviction manager's check, first: under node pressure only critical pods
+//!   (and, under memory pressure alone, pods that are not BestEffort) get in, as upstream's.
 
+pub mod eviction;
 pub mod predicate;
 
-pub use predicate::{Rejection, admit};
+use k8s_openapi::api::core::v1::{Node, Pod};
+pub use predicate::Rejection;
+
+/// Upstream's admit handlers in its order: the eviction manager's, then the predicates'. The
+/// first to refuse decides.
+pub fn admit(pod: &Pod, admitted: &[&Pod], node: &Node) -> Result<(), Rejection> {
+    eviction::admit(pod, node)?;
+    predicate::admit(pod, admitted, node)
+}
