@@ -155,6 +155,18 @@ impl fmt::Display for Quantity {
     }
 }
 
+/// A byte count as apimachinery prints a `BinarySI` quantity: with the largest binary suffix
+/// that divides it exactly (`10Mi`), else as a plain number (`1234567`).
+pub fn format_binary(n: u64) -> String {
+    for (suffix, shift) in [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)]
+    {
+        if n != 0 && n.trailing_zeros() >= shift {
+            return format!("{}{suffix}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -286,15 +286,15 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let log_manager =
         crate::logs::ContainerLogManager { cri: cri.clone(), policy: config.container_log.clone() };
     tasks.spawn(log_manager.run(child.clone()));
-    let image_gc = crate::runtime::images::gc::ImageGcManager {
+    let image_gc = Arc::new(crate::runtime::images::gc::ImageGcManager {
         cri: cri.clone(),
         policy: config.image_gc.clone(),
         image_fs_dir: readings.image_fs_dir.clone(),
         recorder: recorder.clone(),
         node: config.node_name.clone(),
         records: Default::default(),
-    };
-    tasks.spawn(image_gc.run(child.clone()));
+    });
+    tasks.spawn(image_gc.clone().run(child.clone()));
 
     let sync_loop_health = Arc::new(SyncLoopHealth::new(config.sync_frequency));
     let stats = Arc::new(StatsProvider::new(
@@ -310,9 +310,26 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         recorder: recorder.clone(),
         pleg: pleg_health.clone(),
         sync_loop: sync_loop_health.clone(),
-        stats,
+        stats: stats.clone(),
         metrics: metrics.clone(),
     };
+    let (evictions_tx, evictions_rx) = mpsc::channel(8);
+    let (pressures_tx, pressures_rx) = watch::channel(Vec::new());
+    let eviction_manager = crate::eviction::manager::EvictionManager {
+        thresholds: config.eviction_hard.clone(),
+        readings: readings.clone(),
+        stats,
+        statuses: statuses.clone(),
+        cri: cri.clone(),
+        image_gc: image_gc.clone(),
+        root_dir: config.root_dir.clone(),
+        evictions: evictions_tx,
+        recorder: recorder.clone(),
+        metrics: metrics.clone(),
+        pressures: pressures_tx,
+        sources_ready: sources_ready.clone(),
+    };
+    tasks.spawn(eviction_manager.run(child.clone()));
     if config.read_only_port != 0 {
         let listener = server::bind(SocketAddr::new(config.address, config.read_only_port)).await?;
         tracing::info!(addr = ?listener.local_addr().ok(), "serving the read-only API (/pods, /healthz, /stats/summary, /metrics, /metrics/probes, /metrics/resource, /manifests, /events)");
@@ -420,6 +437,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         node_rx,
     )
     .with_objects(object_sources)
+    .with_pressures(pressures_rx)
     .with_health(sync_loop_health.clone());
     let inputs = Inputs {
         config: updates_rx,
@@ -427,6 +445,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         done: done_rx,
         runtime_pods: pods_rx,
         objects: objects_rx,
+        evictions: evictions_rx,
     };
     let notifier: Arc<dyn Notifier> = Arc::new(SdNotify);
     if let Some(timeout) = watchdog_timeout {

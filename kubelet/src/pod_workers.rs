@@ -32,6 +32,9 @@ pub enum Work {
     /// `None` for pods only the runtime knows); `grace: None` uses each container's recorded
     /// grace period.
     Terminate { pod: Option<Arc<Pod>>, grace: Option<Duration> },
+    /// Stop the pod within `grace` and fail it for `failure` (the eviction manager's
+    /// eviction); the pod stays, finished, until its source removes it.
+    Fail { pod: Arc<Pod>, failure: PodFailure, grace: Duration },
 }
 
 /// Whether grace period `new` is shorter than `old` (`None`: each container's own, the longest).
@@ -44,14 +47,16 @@ fn shorter(new: Option<Duration>, old: Option<Duration>) -> bool {
 }
 
 impl Work {
-    /// Upstream's coalescing: the newest sync wins; a termination sticks, its shortest grace wins.
+    /// Upstream's coalescing: the newest sync wins; a failure beats a sync; a termination
+    /// sticks, its shortest grace wins.
     fn merge(pending: Option<Work>, new: Work) -> Work {
         match (pending, new) {
             (
                 Some(Work::Terminate { pod: a_pod, grace: a }),
                 Work::Terminate { pod: b_pod, grace: b },
             ) => Work::Terminate { pod: b_pod.or(a_pod), grace: if shorter(b, a) { b } else { a } },
-            (Some(t @ Work::Terminate { .. }), Work::Sync(_)) => t,
+            (Some(t @ Work::Terminate { .. }), Work::Sync(_) | Work::Fail { .. }) => t,
+            (Some(f @ Work::Fail { .. }), Work::Sync(_)) => f,
             (_, new) => new,
         }
     }
@@ -86,6 +91,12 @@ pub enum Input {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     Sync(Arc<Pod>),
+    /// Stop the pod and set its status failed for the reason; it finishes.
+    Fail {
+        pod: Arc<Pod>,
+        failure: PodFailure,
+        grace: Duration,
+    },
     /// Stop the pod; `hooks`: run preStop hooks (not again when a shorter grace restarts it).
     Kill {
         pod: Option<Arc<Pod>>,
@@ -104,6 +115,9 @@ pub fn step(state: WorkerState, input: Input) -> (WorkerState, Action) {
     use WorkerState::{Syncing, Terminated, Terminating};
     match (state, input) {
         (Syncing, Input::Work(Work::Sync(pod))) => (Syncing, Action::Sync(pod)),
+        (Syncing, Input::Work(Work::Fail { pod, failure, grace })) => {
+            (Syncing, Action::Fail { pod, failure, grace })
+        }
         (Syncing, Input::Work(Work::Terminate { pod, grace })) => {
             (Terminating { grace }, Action::Kill { pod, grace, hooks: true })
         }
@@ -120,11 +134,12 @@ pub fn step(state: WorkerState, input: Input) -> (WorkerState, Action) {
     }
 }
 
-/// Whether `pending` work cancels what a worker in `state` is doing now: a termination cancels
-/// a sync, and a shorter grace period restarts a termination (upstream's `cancelFn`).
+/// Whether `pending` work cancels what a worker in `state` is doing now: a termination or a
+/// failure cancels a sync, and a shorter grace period restarts a termination (upstream's
+/// `cancelFn`).
 pub fn preempts(state: WorkerState, pending: &Work) -> bool {
     match (state, pending) {
-        (WorkerState::Syncing, Work::Terminate { .. }) => true,
+        (WorkerState::Syncing, Work::Terminate { .. } | Work::Fail { .. }) => true,
         (WorkerState::Terminating { grace: old }, Work::Terminate { grace, .. }) => {
             shorter(*grace, old)
         }
@@ -346,6 +361,21 @@ async fn run_worker(ctx: &WorkerContext, uid: &str, mailbox: &Mailbox) {
                         None => break, // a termination is waiting in the mailbox
                     }
                 }
+                Action::Fail { pod, failure, grace } => {
+                    ctx.queue.forget(uid);
+                    let started = Instant::now();
+                    let failed = Box::pin(fail(ctx, uid, &pod, failure, Some(grace), false));
+                    match mailbox
+                        .preemptible(WorkerState::Terminating { grace: Some(grace) }, failed)
+                        .await
+                    {
+                        Some(finished) => {
+                            ctx.metrics.pod_worker(SyncType::Kill, started.elapsed().as_secs_f64());
+                            Input::Synced { finished }
+                        }
+                        None => break, // a termination with a shorter grace is waiting
+                    }
+                }
                 Action::Kill { pod, grace, hooks } => {
                     ctx.queue.forget(uid);
                     let started = Instant::now();
@@ -380,7 +410,7 @@ async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) -> bool {
     let started = ctx.statuses.status(uid).and_then(|s| s.start_time);
     let deadline = active_deadline::check(pod, started.as_ref(), jiff::Timestamp::now());
     if let Deadline::Exceeded(failure) = deadline {
-        return fail(ctx, uid, pod, failure).await;
+        return fail(ctx, uid, pod, failure, None, true).await;
     }
     let mut observe = |before: &crate::runtime::status::PodRuntimeStatus| {
         let cached = ctx.reasons.get(uid);
@@ -436,11 +466,23 @@ fn generate(
     status::generate(pod, sync, &node)
 }
 
-/// The kubelet fails the pod itself (its deadline passed): everything is stopped, and the
-/// status says why. Always finishes the pod.
-async fn fail(ctx: &WorkerContext, uid: &str, pod: &Pod, failure: PodFailure) -> bool {
-    ctx.recorder.normal(&ObjectRef::pod(pod), &failure.reason, failure.message.clone());
-    kill(ctx, uid, Some(pod), Some(grace_period(pod)), true).await;
+/// The kubelet fails the pod itself (its deadline passed, or it was evicted): everything is
+/// stopped within `grace` (the pod's own when `None`), and the status says why; `announce`
+/// records the reason as an event (the eviction manager records its own). Always finishes
+/// the pod.
+async fn fail(
+    ctx: &WorkerContext,
+    uid: &str,
+    pod: &Pod,
+    failure: PodFailure,
+    grace: Option<Duration>,
+    announce: bool,
+) -> bool {
+    if announce {
+        ctx.recorder.normal(&ObjectRef::pod(pod), &failure.reason, failure.message.clone());
+    }
+    let grace = grace.unwrap_or_else(|| grace_period(pod)).min(grace_period(pod));
+    kill(ctx, uid, Some(pod), Some(grace), true).await;
     let mut outcome = SyncOutcome::default();
     match ctx.runtime.pod_status(uid).await {
         Ok(s) => outcome.status = s,

@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::mux::SourcesReady;
 use crate::config::{Op, PodUpdate, Source};
 use crate::events::{ObjectRef, Recorder};
+use crate::eviction::Pressure;
+use crate::eviction::manager::Eviction;
 use crate::lifecycle::{self, Rejection};
 use crate::objects::ObjectSources;
 use crate::pleg::{PodLifecycleEvent, RuntimePods};
@@ -55,6 +57,8 @@ pub enum SyncLoopEvent {
     /// A ConfigMap or Secret these pods reference changed (or was first read after a pod
     /// waited for it): their files and environment are brought up to date.
     ObjectsChanged(Vec<String>),
+    /// The eviction manager chose a pod to evict.
+    Evict(Eviction),
 }
 
 /// The channels the loop reads.
@@ -66,6 +70,8 @@ pub struct Inputs {
     pub runtime_pods: watch::Receiver<RuntimePods>,
     /// Pods to sync because an object they reference changed.
     pub objects: mpsc::UnboundedReceiver<Vec<String>>,
+    /// Pods the eviction manager evicts.
+    pub evictions: mpsc::Receiver<Eviction>,
 }
 
 /// The kubelet's core: the desired pods and the workers that make them so.
@@ -88,6 +94,8 @@ pub struct SyncLoop {
     objects: ObjectSources,
     /// Marked at every iteration, for the watchdog and `/healthz`.
     health: Option<Arc<SyncLoopHealth>>,
+    /// The node's pressure as the eviction manager last saw it, for admission.
+    pressures: watch::Receiver<Vec<Pressure>>,
 }
 
 /// Whether every source's first pods have been handled here. The mux queues a source's updates
@@ -127,12 +135,19 @@ impl SyncLoop {
             node,
             objects: ObjectSources::default(),
             health: None,
+            pressures: watch::channel(Vec::new()).1,
         }
     }
 
     /// Marks `health` at every iteration.
     pub fn with_health(mut self, health: Arc<SyncLoopHealth>) -> Self {
         self.health = Some(health);
+        self
+    }
+
+    /// Admits pods under the pressure the eviction manager publishes.
+    pub fn with_pressures(mut self, pressures: watch::Receiver<Vec<Pressure>>) -> Self {
+        self.pressures = pressures;
         self
     }
 
@@ -168,6 +183,7 @@ impl SyncLoop {
                 Some(e) = inputs.pleg.recv() => SyncLoopEvent::Pleg(e),
                 Some(uid) = inputs.done.recv() => SyncLoopEvent::WorkerDone(uid),
                 Some(uids) = inputs.objects.recv() => SyncLoopEvent::ObjectsChanged(uids),
+                Some(e) = inputs.evictions.recv() => SyncLoopEvent::Evict(e),
                 _ = sync_ticker.tick() => SyncLoopEvent::SyncTick,
                 _ = housekeeping.tick() => SyncLoopEvent::Housekeeping,
             };
@@ -221,6 +237,14 @@ impl SyncLoop {
                     if let Some(pod) = self.pods.get(&uid) {
                         self.workers.update(&uid, Work::Sync(pod.clone()));
                     }
+                }
+            }
+            SyncLoopEvent::Evict(eviction) => {
+                // Its worker kills it and fails it; it stays, finished, until removed.
+                if let Some(pod) = self.pods.get(&eviction.uid).cloned() {
+                    self.probes.remove_pod(&eviction.uid);
+                    let Eviction { uid, failure, grace } = eviction;
+                    self.workers.update(&uid, Work::Fail { pod, failure, grace });
                 }
             }
             SyncLoopEvent::WorkerDone(uid) => {
@@ -295,7 +319,8 @@ impl SyncLoop {
         self.statuses.set_pod(pod.clone());
         let node = self.node.borrow().clone();
         let admitted = self.active_pods();
-        if let Err(rejection) = lifecycle::admit(&pod, &admitted, &node) {
+        let pressures = self.pressures.borrow().clone();
+        if let Err(rejection) = lifecycle::admit(&pod, &admitted, &node, &pressures) {
             self.reject(&pod, rejection);
             return;
         }

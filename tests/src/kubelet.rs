@@ -288,6 +288,12 @@ impl Kubelet {
         self.spawn()
     }
 
+    /// Restarts it with `flags` added to those it was started with.
+    pub fn restart_with(&mut self, flags: &[&str]) -> anyhow::Result<()> {
+        self.extra.extend(flags.iter().map(|f| f.to_string()));
+        self.spawn()
+    }
+
     pub fn log_tail(&self, n: usize) -> String {
         let log = std::fs::read_to_string(self.dir.join("kubelet.log")).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();

@@ -47,20 +47,12 @@ impl Reservable {
         match self {
             Reservable::Cpu if amount.is_multiple_of(1000) => (amount / 1000).to_string(),
             Reservable::Cpu => format!("{amount}m"),
-            Reservable::Memory | Reservable::EphemeralStorage => binary(amount),
+            Reservable::Memory | Reservable::EphemeralStorage => {
+                api::quantity::format_binary(amount)
+            }
             Reservable::Pid => amount.to_string(),
         }
     }
-}
-
-fn binary(n: u64) -> String {
-    for (suffix, shift) in [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)]
-    {
-        if n != 0 && n.trailing_zeros() >= shift {
-            return format!("{}{suffix}", n >> shift);
-        }
-    }
-    n.to_string()
 }
 
 impl fmt::Display for Reservable {

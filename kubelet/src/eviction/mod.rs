@@ -2,10 +2,13 @@
 //! watched by, the hard thresholds (`evictionHard`: upstream's defaults when unset, merged with
 //! them under `mergeDefaultEvictionSettings`) and which of them an [`Observations`] meets.
 //!
-//! What they decide today: the node's pressure conditions (`MemoryPressure`, `DiskPressure`,
-//! `PIDPressure`) and the hard-eviction reservation taken out of allocatable memory and
-//! ephemeral storage. Reclaiming images and dead containers, and evicting pods, under pressure
-//! is the eviction manager still to come.
+//! What they decide: the node's pressure conditions (`MemoryPressure`, `DiskPressure`,
+//! `PIDPressure`), the hard-eviction reservation taken out of allocatable memory and
+//! ephemeral storage, and the [`manager`]'s reclaiming and evicting under pressure, pods
+//! ranked by [`rank`].
+
+pub mod manager;
+pub mod rank;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,11 +34,22 @@ pub enum Signal {
 }
 
 /// The node condition a met threshold sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Pressure {
     Memory,
     Disk,
     Pid,
+}
+
+impl Pressure {
+    /// The node condition's type.
+    pub fn condition(self) -> &'static str {
+        match self {
+            Pressure::Memory => "MemoryPressure",
+            Pressure::Disk => "DiskPressure",
+            Pressure::Pid => "PIDPressure",
+        }
+    }
 }
 
 impl Signal {
@@ -142,6 +156,11 @@ impl Thresholds {
     /// No thresholds at all.
     pub fn none() -> Self {
         Self { hard: BTreeMap::new() }
+    }
+
+    /// These thresholds, as parsed.
+    pub fn from_map(hard: BTreeMap<Signal, ThresholdValue>) -> Self {
+        Self { hard }
     }
 
     /// `evictionHard` as written (signal → value), with upstream's defaults for the signals it

@@ -5,22 +5,22 @@
 //! PID pressure every pod. Critical pods are always admitted: static and mirror pods, and pods
 //! at or above the `system-cluster-critical` priority (upstream's `IsCriticalPod`).
 //!
-//! The pressure is read from the node's conditions, which the kubelet's own thresholds set
-//! (`crate::node_status`), as the eviction manager's conditions are upstream.
+//! The pressure is the eviction manager's (`crate::eviction::manager`): none until its first
+//! round, which waits for the sources' first pods, so the pods a restarted kubelet finds are
+//! admitted again as before.
 
 use api::qos::{QosClass, pod_qos};
-use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Pod, Taint};
 
 use super::Rejection;
 use crate::config::Source;
+use crate::eviction::Pressure;
 use crate::status::manager::source_of;
 
 /// The status reason of a pod the node turned away or evicted.
 pub const REASON: &str = "Evicted";
 /// Upstream's `scheduling.SystemCriticalPriority`.
 pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
-/// The pressure conditions, in the order the message names them.
-const PRESSURES: [&str; 3] = ["MemoryPressure", "DiskPressure", "PIDPressure"];
 
 /// Upstream's `IsCriticalPod`: a static or mirror pod, or one of critical priority.
 pub fn is_critical(pod: &Pod) -> bool {
@@ -29,22 +29,12 @@ pub fn is_critical(pod: &Pod) -> bool {
     static_pod || crate::mirror::is_mirror(pod) || priority >= SYSTEM_CRITICAL_PRIORITY
 }
 
-/// The pressure conditions the node reports `True`.
-pub fn pressures(node: &Node) -> Vec<&'static str> {
-    let conditions = node.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
-    PRESSURES
-        .into_iter()
-        .filter(|p| conditions.iter().any(|c| c.type_ == *p && c.status == "True"))
-        .collect()
-}
-
-/// Whether the node's pressure lets `pod` in.
-pub fn admit(pod: &Pod, node: &Node) -> Result<(), Rejection> {
-    let pressures = pressures(node);
+/// Whether the node's `pressures` (as the eviction manager last saw them) let `pod` in.
+pub fn admit(pod: &Pod, pressures: &[Pressure]) -> Result<(), Rejection> {
     if pressures.is_empty() || is_critical(pod) {
         return Ok(());
     }
-    if pressures == ["MemoryPressure"] {
+    if pressures == [Pressure::Memory] {
         let spec = pod.spec.clone().unwrap_or_default();
         if pod_qos(&spec) != QosClass::BestEffort {
             return Ok(());
@@ -61,32 +51,16 @@ pub fn admit(pod: &Pod, node: &Node) -> Result<(), Rejection> {
     }
     Err(Rejection {
         reason: REASON.into(),
-        message: format!("The node had condition: [{}]. ", pressures.join(" ")),
+        message: format!(
+            "The node had condition: [{}]. ",
+            pressures.iter().map(|p| p.condition()).collect::<Vec<_>>().join(" ")
+        ),
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::NodeCondition;
-
     use super::*;
-
-    fn node(conditions: &[&str]) -> Node {
-        let mut n = Node::default();
-        let status = n.status.get_or_insert_with(Default::default);
-        status.conditions = Some(
-            ["Ready", "MemoryPressure", "DiskPressure", "PIDPressure"]
-                .iter()
-                .map(|t| NodeCondition {
-                    type_: t.to_string(),
-                    status: if *t == "Ready" || conditions.contains(t) { "True" } else { "False" }
-                        .into(),
-                    ..Default::default()
-                })
-                .collect(),
-        );
-        n
-    }
 
     fn pod(extra: serde_json::Value) -> Pod {
         let mut spec = serde_json::json!({"containers": [{"name": "c", "image": "i"}]});
@@ -104,7 +78,7 @@ mod tests {
             "resources": {"requests": {"memory": "8Mi"}}}]}));
         let tolerating = pod(serde_json::json!({"tolerations": [{"key":
             "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"}]}));
-        let memory = node(&["MemoryPressure"]);
+        let memory = [Pressure::Memory];
         assert_eq!(
             admit(&best_effort, &memory),
             Err(Rejection {
@@ -114,19 +88,19 @@ mod tests {
         );
         assert_eq!(admit(&burstable, &memory), Ok(()));
         assert_eq!(admit(&tolerating, &memory), Ok(()));
-        assert_eq!(admit(&best_effort, &node(&[])), Ok(()), "no pressure");
+        assert_eq!(admit(&best_effort, &[]), Ok(()), "no pressure");
     }
 
     #[test]
     fn disk_or_pid_pressure_turns_away_every_pod_but_critical_ones() {
         let burstable = pod(serde_json::json!({"containers": [{"name": "c", "image": "i",
             "resources": {"requests": {"memory": "8Mi"}}}]}));
-        let both = node(&["MemoryPressure", "DiskPressure"]);
+        let both = [Pressure::Memory, Pressure::Disk];
         assert_eq!(
             admit(&burstable, &both).unwrap_err().message,
             "The node had condition: [MemoryPressure DiskPressure]. "
         );
-        assert!(admit(&burstable, &node(&["PIDPressure"])).is_err());
+        assert!(admit(&burstable, &[Pressure::Pid]).is_err());
         let critical = pod(serde_json::json!({"priority": 2_000_000_000}));
         assert_eq!(admit(&critical, &both), Ok(()));
         let mut mirror = pod(serde_json::json!({}));

@@ -16,9 +16,16 @@ pub mod predicate;
 use k8s_openapi::api::core::v1::{Node, Pod};
 pub use predicate::Rejection;
 
-/// Upstream's admit handlers in its order: the eviction manager's, then the predicates'. The
-/// first to refuse decides.
-pub fn admit(pod: &Pod, admitted: &[&Pod], node: &Node) -> Result<(), Rejection> {
-    eviction::admit(pod, node)?;
+use crate::eviction::Pressure;
+
+/// Upstream's admit handlers in its order: the eviction manager's (the node's `pressures`),
+/// then the predicates'. The first to refuse decides.
+pub fn admit(
+    pod: &Pod,
+    admitted: &[&Pod],
+    node: &Node,
+    pressures: &[Pressure],
+) -> Result<(), Rejection> {
+    eviction::admit(pod, pressures)?;
     predicate::admit(pod, admitted, node)
 }

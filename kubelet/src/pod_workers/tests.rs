@@ -145,3 +145,27 @@ async fn the_work_queue_releases_pods_when_due() {
     assert_eq!(due, ["a", "b"]);
     assert!(q.take_due(Instant::now() + Duration::from_secs(100)).is_empty());
 }
+
+fn evict() -> Work {
+    let failure = PodFailure { reason: "Evicted".into(), message: "low on memory".into() };
+    Work::Fail { pod: pod("a"), failure, grace: Duration::from_secs(1) }
+}
+
+#[test]
+fn an_eviction_fails_a_syncing_pod_which_then_finishes_and_a_deletion_still_wins() {
+    let (s, a) = step(WorkerState::Syncing, Input::Work(evict()));
+    assert_eq!(s, WorkerState::Syncing);
+    assert!(matches!(a, Action::Fail { grace, .. } if grace == Duration::from_secs(1)));
+    assert_eq!(
+        step(s, Input::Synced { finished: true }),
+        (WorkerState::Terminated, Action::Release)
+    );
+    let terminating = WorkerState::Terminating { grace: Some(Duration::from_secs(30)) };
+    assert_eq!(step(terminating, Input::Work(evict())).1, Action::Nothing, "already stopping");
+    assert!(preempts(WorkerState::Syncing, &evict()), "an eviction cancels a sync in progress");
+    // Coalescing: the eviction beats a sync; a termination beats the eviction.
+    assert!(matches!(Work::merge(Some(evict()), Work::Sync(pod("a"))), Work::Fail { .. }));
+    assert!(matches!(Work::merge(Some(Work::Sync(pod("a"))), evict()), Work::Fail { .. }));
+    assert!(matches!(Work::merge(Some(terminate(5)), evict()), Work::Terminate { .. }));
+    assert!(matches!(Work::merge(Some(evict()), terminate(5)), Work::Terminate { .. }));
+}

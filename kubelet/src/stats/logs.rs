@@ -16,20 +16,25 @@ pub fn container_dir(pod_logs_dir: &Path, pod: &PodReference, container: &str) -
 
 /// Bytes allocated and inodes used under `dir`, itself included; `None` when it is not there.
 pub fn usage(dir: &Path) -> Option<(u64, u64)> {
+    usage_within(dir, MAX_DEPTH)
+}
+
+/// [`usage`] of a tree walked at most `max_depth` directories down (a pod's volumes).
+pub fn usage_within(dir: &Path, max_depth: usize) -> Option<(u64, u64)> {
     let meta = std::fs::symlink_metadata(dir).ok().filter(std::fs::Metadata::is_dir)?;
     let mut total = (meta.blocks() * 512, 1);
-    walk(dir, 0, &mut total);
+    walk(dir, 0, max_depth, &mut total);
     Some(total)
 }
 
-fn walk(dir: &Path, depth: usize, total: &mut (u64, u64)) {
+fn walk(dir: &Path, depth: usize, max_depth: usize, total: &mut (u64, u64)) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let Ok(meta) = e.metadata() else { continue };
         total.0 += meta.blocks() * 512;
         total.1 += 1;
-        if meta.is_dir() && depth < MAX_DEPTH {
-            walk(&e.path(), depth + 1, total);
+        if meta.is_dir() && depth < max_depth {
+            walk(&e.path(), depth + 1, max_depth, total);
         }
     }
 }

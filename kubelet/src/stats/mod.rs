@@ -75,14 +75,20 @@ impl StatsProvider {
         .map_err(StatsError::List)?;
         let listing = cri::Listing::new(sandboxes.items, containers.containers);
         let sandbox_stats = api::ListPodSandboxStatsRequest { filter: None };
+        // A runtime without ListPodSandboxStats, or one that fails it (containerd 1.6 does
+        // whenever a stopped sandbox's cgroup is gone, which is every finished pod's once its
+        // resources are released): the pods are summed from ListContainerStats, as upstream's
+        // default (cAdvisor and container stats) would read them.
         let pod_stats = match self.cri.list_pod_sandbox_stats(sandbox_stats).await {
             Ok(r) => Ok(r.stats),
-            Err(e) if e.code() == tonic::Code::Unimplemented => {
-                tracing::debug!(error = %e, "the runtime has no ListPodSandboxStats; summing ListContainerStats");
+            Err(e) => {
+                tracing::debug!(error = %e, "no ListPodSandboxStats; summing ListContainerStats");
                 let r = api::ListContainerStatsRequest { filter: None };
-                Err(self.cri.list_container_stats(r).await.map_err(StatsError::PodStats)?.stats)
+                match self.cri.list_container_stats(r).await {
+                    Ok(r) => Err(r.stats),
+                    Err(_) => return Err(StatsError::PodStats(e)),
+                }
             }
-            Err(e) => return Err(StatsError::PodStats(e)),
         };
         let image_fs = if cpu_and_memory_only { None } else { Some(self.image_fs().await?) };
 

@@ -192,14 +192,20 @@ async fn a_runtime_without_sandbox_stats_is_summed_from_container_stats() {
 async fn runtime_errors_are_the_summarys_named_with_the_call() {
     let rig = Rig::new().await;
     let fake = rig.fake.runtime();
+    // A sandbox the runtime cannot read: the pods are summed from container stats instead.
+    fake.fail_next(Rpc::ListPodSandboxStats, tonic::Status::unknown("cgroups: cgroup deleted"));
+    rig.provider.summary(false).await.unwrap();
+    assert_eq!(fake.calls(Rpc::ListContainerStats), 1);
+    // Both failing: the error is the first call's.
     fake.fail_next(Rpc::ListPodSandboxStats, tonic::Status::unavailable("runtime is restarting"));
+    fake.fail_next(Rpc::ListContainerStats, tonic::Status::unavailable("runtime is restarting"));
     let e = rig.provider.summary(false).await.unwrap_err().to_string();
     assert!(
         e.starts_with("failed to list pod stats: CRI ListPodSandboxStats")
             && e.contains("runtime is restarting"),
         "{e}"
     );
-    assert_eq!(fake.calls(Rpc::ListContainerStats), 0, "only Unimplemented falls back");
+    assert_eq!(fake.calls(Rpc::ListContainerStats), 2, "tried as the fallback");
 
     fake.fail_next(Rpc::ListContainers, tonic::Status::internal("boom"));
     let e = rig.provider.summary(true).await.unwrap_err().to_string();

@@ -14,6 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use proto::{CallError, CriClient, cri};
@@ -220,13 +221,15 @@ pub struct ImageGcManager {
     pub image_fs_dir: Option<PathBuf>,
     pub recorder: Recorder,
     pub node: String,
-    pub records: HashMap<String, ImageRecord>,
+    /// What was seen of each image; shared by the periodic rounds and the eviction manager's
+    /// [`ImageGcManager::delete_unused`].
+    pub records: Mutex<HashMap<String, ImageRecord>>,
 }
 
 impl ImageGcManager {
     /// Collects at start and then every [`PERIOD`] until `stop`. A failure twice in a row is an
     /// `ImageGCFailed` Warning on the node, as upstream's (the first may be a runtime starting).
-    pub async fn run(mut self, stop: CancellationToken) {
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         if self.policy.high_threshold_percent >= 100 {
             tracing::info!("image garbage collection is off (imageGCHighThresholdPercent is 100)");
         }
@@ -264,14 +267,14 @@ impl ImageGcManager {
 
     /// One round at `now`, the image filesystem measured as `fs`.
     pub async fn garbage_collect(
-        &mut self,
+        &self,
         now: SystemTime,
         fs: Option<FsReading>,
     ) -> Result<GcReport, GcError> {
         let mut report = GcReport::default();
-        let (images, in_use) = self.inventory().await?;
-        detect(&mut self.records, &images, &in_use, now);
-        for id in too_old(&self.records, &in_use, now, self.policy.max_age) {
+        let in_use = self.detect(now).await?;
+        let old = too_old(&self.lock(), &in_use, now, self.policy.max_age);
+        for id in old {
             tracing::info!(image = %id, max_age = ?self.policy.max_age, "removing an image unused for longer than imageMaximumGCAge");
             if self.remove(&id).await {
                 report.aged_out.push(id);
@@ -299,7 +302,8 @@ impl ImageGcManager {
             amount,
             "image filesystem usage is over the high threshold; freeing down to the low threshold"
         );
-        for (id, size) in eviction_order(&self.records, &in_use, now, self.policy.min_age) {
+        let order = eviction_order(&self.lock(), &in_use, now, self.policy.min_age);
+        for (id, size) in order {
             if report.freed_bytes >= amount {
                 break;
             }
@@ -318,6 +322,31 @@ impl ImageGcManager {
             return Err(e);
         }
         Ok(report)
+    }
+
+    /// Removes every unused image old enough (upstream's `DeleteUnusedImages`, the eviction
+    /// manager's reclaim under disk pressure); returns the bytes the runtime said they took.
+    pub async fn delete_unused(&self, now: SystemTime) -> Result<u64, GcError> {
+        let in_use = self.detect(now).await?;
+        let order = eviction_order(&self.lock(), &in_use, now, self.policy.min_age);
+        let mut freed = 0;
+        for (id, size) in order {
+            if self.remove(&id).await {
+                freed += size;
+            }
+        }
+        Ok(freed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ImageRecord>> {
+        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Lists the images and updates the records at `now`; returns the ids in use.
+    async fn detect(&self, now: SystemTime) -> Result<HashSet<String>, CallError> {
+        let (images, in_use) = self.inventory().await?;
+        detect(&mut self.lock(), &images, &in_use, now);
+        Ok(in_use)
     }
 
     /// The runtime's images, and the ids of those that must stay: used by a container
@@ -357,12 +386,12 @@ impl ImageGcManager {
 
     /// Removes an image; a failure is logged and the image skipped, as upstream goes on to the
     /// next one.
-    async fn remove(&mut self, id: &str) -> bool {
+    async fn remove(&self, id: &str) -> bool {
         let spec = cri::ImageSpec { image: id.to_string(), ..Default::default() };
         match self.cri.remove_image(cri::RemoveImageRequest { image: Some(spec) }).await {
             Ok(_) => {
                 tracing::info!(image = %id, "removed an image");
-                self.records.remove(id);
+                self.lock().remove(id);
                 true
             }
             Err(e) => {

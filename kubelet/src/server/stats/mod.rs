@@ -103,6 +103,7 @@ mod tests {
         assert!(body.contains("restarting"), "{body}");
 
         fake.runtime().fail_next(Rpc::ListPodSandboxStats, tonic::Status::internal("cgroup gone"));
+        fake.runtime().fail_next(Rpc::ListContainerStats, tonic::Status::internal("cgroup gone"));
         let (code, kind, body) = get(&router, "/metrics/resource").await;
         assert_eq!((code, kind.as_str()), (StatusCode::OK, TEXT_FORMAT));
         assert_eq!(body, resource_metrics::render(None), "the error gauge alone, at 1");

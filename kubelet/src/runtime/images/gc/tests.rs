@@ -128,7 +128,7 @@ impl Rig {
             image_fs_dir: None,
             recorder: Recorder::default(),
             node: "node-a".into(),
-            records: HashMap::new(),
+            records: Default::default(),
         }
     }
 
@@ -176,7 +176,7 @@ impl Rig {
 #[tokio::test]
 async fn over_the_high_threshold_unused_images_go_and_images_containers_use_never() {
     let rig = Rig::new(&["busybox:1.35", "nginx:1.8", "redis:7", "alpine:3"]).await;
-    let mut manager = rig.manager();
+    let manager = rig.manager();
     rig.container("running", "busybox:1.35", true).await;
     rig.container("created", "nginx:1.8", false).await;
     // 90 % used of 10 MB: 1 MB to free, and each fake image is 1,234,567 bytes.

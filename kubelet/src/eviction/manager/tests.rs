@@ -1,0 +1,250 @@
+//! The pure parts, and rounds against the fake runtime with the node read from a temp dir.
+
+use std::collections::BTreeMap;
+
+use fake_cri::{FakeCriServer, Usage};
+use k8s_openapi::api::core::v1::PodStatus;
+use proto::{ClientOptions, CriClient, cri};
+
+use super::*;
+use crate::eviction::ThresholdValue;
+use crate::runtime::images::gc::ImageGcPolicy;
+
+const IMAGE: &str = "busybox:1.35";
+
+fn pod(name: &str, source: &str, memory_request: Option<&str>) -> Pod {
+    let mut container = serde_json::json!({"name": "c", "image": IMAGE});
+    if let Some(m) = memory_request {
+        container["resources"] = serde_json::json!({"requests": {"memory": m}});
+    }
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
+            "annotations": {"kubernetes.io/config.source": source}},
+        "spec": {"containers": [container]},
+    }))
+    .unwrap()
+}
+
+#[test]
+fn memory_is_acted_on_first_then_the_disks_in_order() {
+    use Signal::*;
+    assert_eq!(signal_to_act_on(&[ImageFsAvailable, MemoryAvailable]), Some(MemoryAvailable));
+    assert_eq!(signal_to_act_on(&[PidAvailable, ImageFsAvailable]), Some(ImageFsAvailable));
+    assert_eq!(signal_to_act_on(&[]), None);
+    assert_eq!(resource(NodeFsInodesFree), "inodes");
+    assert_eq!(resource(PidAvailable), "pids");
+}
+
+#[test]
+fn the_message_names_the_resource_the_threshold_and_containers_beyond_their_requests() {
+    let p = pod("web", "api", Some("64Mi"));
+    let observed = Observation { available: 50 << 20, capacity: 4 << 30 };
+    let over = [ContainerUse { name: "c".into(), usage: 100 << 20 }];
+    assert_eq!(
+        message(Signal::MemoryAvailable, 100 << 20, observed, &p, &over),
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. Container c was using 100Mi, request is 64Mi, has larger consumption of memory. "
+    );
+    let under = [ContainerUse { name: "c".into(), usage: 1 << 20 }];
+    assert_eq!(
+        message(Signal::MemoryAvailable, 100 << 20, observed, &p, &under),
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
+    );
+    let inodes = Observation { available: 12, capacity: 1000 };
+    assert_eq!(
+        message(Signal::NodeFsInodesFree, 50, inodes, &p, &over),
+        "The node was low on resource: inodes. Threshold quantity: 50, available: 12. "
+    );
+}
+
+struct Rig {
+    dir: tempfile::TempDir,
+    fake: FakeCriServer,
+    cri: CriClient,
+    statuses: Arc<StatusManager>,
+}
+
+fn put(root: &Path, path: &str, text: &str) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+impl Rig {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = FakeCriServer::start(&dir.path().join("cri.sock")).unwrap();
+        fake.runtime().add_image(IMAGE).unwrap();
+        fake.runtime().add_image("nginx:1.8").unwrap();
+        let cri = CriClient::connect(fake.endpoint(), ClientOptions::default()).await.unwrap();
+        let root = dir.path().join("root");
+        // 10 KiB of memory available.
+        put(&root, "proc/meminfo", "MemTotal: 4194304 kB\nMemFree: 10 kB\nMemAvailable: 10 kB\n");
+        put(&root, "proc/stat", "cpu 1 2 3\nbtime 1700000000\n");
+        put(&root, "proc/loadavg", "0.1 0.2 0.3 1/42 999\n");
+        Self { dir, fake, cri, statuses: Arc::default() }
+    }
+
+    /// A pod as the kubelet admitted it, running one container `c` that uses `memory` bytes.
+    async fn running(&self, pod: Pod, memory: u64) -> String {
+        let meta = &pod.metadata;
+        let config = cri::PodSandboxConfig {
+            metadata: Some(cri::PodSandboxMetadata {
+                name: meta.name.clone().unwrap(),
+                uid: meta.uid.clone().unwrap(),
+                namespace: "default".into(),
+                attempt: 0,
+            }),
+            ..Default::default()
+        };
+        let req =
+            cri::RunPodSandboxRequest { config: Some(config), runtime_handler: String::new() };
+        let sandbox = self.cri.run_pod_sandbox(req).await.unwrap().pod_sandbox_id;
+        let id = self.container(&sandbox, "c", IMAGE).await;
+        self.cri
+            .start_container(cri::StartContainerRequest { container_id: id.clone() })
+            .await
+            .unwrap();
+        let usage = Usage { memory_working_set_bytes: memory, ..Default::default() };
+        assert!(self.fake.runtime().set_usage(&id, usage));
+        let uid = meta.uid.clone().unwrap();
+        self.statuses.set_pod(Arc::new(pod));
+        let running = PodStatus { phase: Some("Running".into()), ..Default::default() };
+        self.statuses.set_status(&uid, running, SystemTime::now());
+        sandbox
+    }
+
+    async fn container(&self, sandbox: &str, name: &str, image: &str) -> String {
+        let config = cri::ContainerConfig {
+            metadata: Some(cri::ContainerMetadata { name: name.into(), attempt: 0 }),
+            image: Some(cri::ImageSpec { image: image.into(), ..Default::default() }),
+            ..Default::default()
+        };
+        let req = cri::CreateContainerRequest {
+            pod_sandbox_id: sandbox.into(),
+            config: Some(config),
+            sandbox_config: None,
+        };
+        self.cri.create_container(req).await.unwrap().container_id
+    }
+
+    fn manager(
+        &self,
+        thresholds: BTreeMap<Signal, ThresholdValue>,
+    ) -> (EvictionManager, mpsc::Receiver<Eviction>) {
+        let root = self.dir.path().join("root");
+        let readings = ReadingSource {
+            root: root.clone(),
+            kubelet_dir: self.dir.path().to_path_buf(),
+            image_fs_dir: None,
+        };
+        let stats = Arc::new(StatsProvider::new(
+            self.cri.clone(),
+            "node-a".into(),
+            readings.clone(),
+            self.dir.path().join("pods"),
+        ));
+        let image_gc = Arc::new(ImageGcManager {
+            cri: self.cri.clone(),
+            policy: ImageGcPolicy { min_age: Duration::ZERO, ..ImageGcPolicy::default() },
+            image_fs_dir: None,
+            recorder: Recorder::default(),
+            node: "node-a".into(),
+            records: Default::default(),
+        });
+        let (tx, rx) = mpsc::channel(4);
+        let manager = EvictionManager {
+            thresholds: Thresholds::from_map(thresholds),
+            readings,
+            stats,
+            statuses: self.statuses.clone(),
+            cri: self.cri.clone(),
+            image_gc,
+            root_dir: root,
+            evictions: tx,
+            recorder: Recorder::default(),
+            metrics: Arc::new(KubeletMetrics::new("node-a")),
+            pressures: watch::channel(Vec::new()).0,
+            sources_ready: Arc::new(SourcesReady::new(Vec::new())),
+        };
+        (manager, rx)
+    }
+}
+
+#[tokio::test]
+async fn under_memory_pressure_the_best_effort_pod_beyond_its_request_goes_and_critical_ones_never()
+{
+    let rig = Rig::new().await;
+    rig.running(pod("static", "file", None), 10 << 20).await;
+    rig.running(pod("burstable", "api", Some("1Mi")), 512 << 10).await;
+    rig.running(pod("best-effort", "api", None), 2 << 20).await;
+    let limit = BTreeMap::from([(Signal::MemoryAvailable, ThresholdValue::Quantity(100 << 10))]);
+    let (manager, mut evicted) = rig.manager(limit);
+
+    let round = manager.synchronize().await;
+    assert_eq!(
+        round,
+        Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-best-effort".into() }
+    );
+    assert_eq!(*manager.pressures.borrow(), [Pressure::Memory], "published for admission");
+    let e = evicted.recv().await.unwrap();
+    assert_eq!(e.grace, HARD_EVICTION_GRACE);
+    assert_eq!(e.failure.reason, "Evicted");
+    assert_eq!(
+        e.failure.message,
+        "The node was low on resource: memory. Threshold quantity: 100Ki, available: 10Ki. Container c was using 2Mi, request is 0, has larger consumption of memory. "
+    );
+    let events = manager.recorder.list();
+    assert_eq!(
+        events.last().map(|e| (e.reason.as_str(), e.object.as_str())),
+        Some(("Evicted", "pod/default/best-effort"))
+    );
+    let evictions = manager.metrics.evictions.get(&["memory.available"]).map(|c| c.get());
+    assert_eq!(evictions, Some(1));
+
+    // Once it has failed, the burstable pod is next; the static pod never goes.
+    let failed = PodStatus { phase: Some("Failed".into()), ..Default::default() };
+    rig.statuses.set_status("uid-best-effort", failed.clone(), SystemTime::now());
+    let round = manager.synchronize().await;
+    assert_eq!(
+        round,
+        Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-burstable".into() }
+    );
+    rig.statuses.set_status("uid-burstable", failed, SystemTime::now());
+    assert_eq!(manager.synchronize().await, Round::NothingToEvict(Signal::MemoryAvailable));
+
+    // Without pressure nothing happens.
+    let (calm, _rx) =
+        rig.manager(BTreeMap::from([(Signal::MemoryAvailable, ThresholdValue::Quantity(1))]));
+    assert_eq!(calm.synchronize().await, Round::Calm);
+}
+
+#[tokio::test]
+async fn under_disk_pressure_dead_containers_and_unused_images_are_reclaimed_before_a_pod_goes() {
+    let rig = Rig::new().await;
+    let sandbox = rig.running(pod("web", "api", None), 1 << 20).await;
+    let dead = rig.container(&sandbox, "done", IMAGE).await;
+    rig.cri
+        .start_container(cri::StartContainerRequest { container_id: dead.clone() })
+        .await
+        .unwrap();
+    assert!(rig.fake.runtime().exit_container(&dead, 0));
+    // No filesystem is 99.99 % free: the pressure outlasts the reclaim.
+    let full = BTreeMap::from([(Signal::NodeFsAvailable, ThresholdValue::Fraction(0.9999))]);
+    let (manager, mut evicted) = rig.manager(full);
+
+    let round = manager.synchronize().await;
+    assert_eq!(round, Round::Evicted { signal: Signal::NodeFsAvailable, uid: "uid-web".into() });
+    let ids: Vec<String> = rig.fake.runtime().containers().into_iter().map(|c| c.id).collect();
+    assert!(!ids.contains(&dead), "the dead container was removed first: {ids:?}");
+    let images = rig.cri.list_images(cri::ListImagesRequest { filter: None }).await.unwrap();
+    let tags: Vec<String> = images.images.into_iter().flat_map(|i| i.repo_tags).collect();
+    assert_eq!(tags, ["docker.io/library/busybox:1.35"], "the unused nginx image was removed");
+    let e = evicted.recv().await.unwrap();
+    assert!(
+        e.failure
+            .message
+            .starts_with("The node was low on resource: ephemeral-storage. Threshold quantity: "),
+        "{}",
+        e.failure.message
+    );
+}
