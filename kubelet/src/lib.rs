@@ -59,6 +59,8 @@ pub mod server;
 pub mod stats;
 pub mod status;
 pub mod sync_loop;
+#[cfg(test)]
+mod test_cri;
 pub mod token;
 pub mod volume;
 pub mod watchdog;

@@ -1,11 +1,10 @@
 //! The files of one log in a temp dir, and the manager against the fake runtime over a socket.
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use fake_cri::{FakeCriServer, Rpc};
-use proto::{ClientOptions, CriClient, cri};
+use proto::{ClientOptions, CriClient};
 
 use super::rotate::{self, is_in_use, prepare, rotated_files};
 use super::*;
@@ -150,40 +149,12 @@ impl Rig {
 
     /// Pod `p`'s sandbox, its logs under [`Rig::pod_logs`].
     async fn sandbox(&self) -> String {
-        let config = cri::PodSandboxConfig {
-            metadata: Some(cri::PodSandboxMetadata {
-                name: "p".into(),
-                uid: "uid-p".into(),
-                namespace: "default".into(),
-                attempt: 0,
-            }),
-            log_directory: self.pod_logs().display().to_string(),
-            ..Default::default()
-        };
-        let req =
-            cri::RunPodSandboxRequest { config: Some(config), runtime_handler: String::new() };
-        self.cri.run_pod_sandbox(req).await.unwrap().pod_sandbox_id
+        crate::test_cri::sandbox(&self.cri, "p", Some(&self.pod_logs())).await
     }
 
     /// A container of pod `p` whose log is `<pod logs>/<name>/0.log`, started or not.
     async fn container(&self, sandbox: &str, name: &str, start: bool) -> (String, PathBuf) {
-        let config = cri::ContainerConfig {
-            metadata: Some(cri::ContainerMetadata { name: name.into(), attempt: 0 }),
-            image: Some(cri::ImageSpec { image: IMAGE.into(), ..Default::default() }),
-            log_path: format!("{name}/0.log"),
-            labels: HashMap::new(),
-            ..Default::default()
-        };
-        let req = cri::CreateContainerRequest {
-            pod_sandbox_id: sandbox.into(),
-            config: Some(config),
-            sandbox_config: None,
-        };
-        let id = self.cri.create_container(req).await.unwrap().container_id;
-        if start {
-            let req = cri::StartContainerRequest { container_id: id.clone() };
-            self.cri.start_container(req).await.unwrap();
-        }
+        let id = crate::test_cri::container(&self.cri, sandbox, name, IMAGE, start).await;
         let log = self.pod_logs().join(name).join("0.log");
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         (id, log)

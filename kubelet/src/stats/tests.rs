@@ -1,10 +1,9 @@
 //! The provider against the fake runtime over a real socket, the node read from a temp dir.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use fake_cri::{FakeCriServer, Rpc, Usage};
-use proto::{ClientOptions, CriClient, cri as api};
+use proto::{ClientOptions, CriClient};
 
 use super::*;
 
@@ -52,46 +51,12 @@ impl Rig {
     }
 
     async fn sandbox(&self, name: &str) -> String {
-        let config = api::PodSandboxConfig {
-            metadata: Some(api::PodSandboxMetadata {
-                name: name.into(),
-                uid: format!("uid-{name}"),
-                namespace: "default".into(),
-                attempt: 0,
-            }),
-            log_directory: self
-                .dir
-                .path()
-                .join("pods")
-                .join(format!("default_{name}_uid-{name}"))
-                .display()
-                .to_string(),
-            ..Default::default()
-        };
-        let req =
-            api::RunPodSandboxRequest { config: Some(config), runtime_handler: String::new() };
-        self.cri().run_pod_sandbox(req).await.unwrap().pod_sandbox_id
+        let logs = self.dir.path().join("pods").join(format!("default_{name}_uid-{name}"));
+        crate::test_cri::sandbox(self.cri(), name, Some(&logs)).await
     }
 
     async fn container(&self, sandbox: &str, name: &str, start: bool) -> String {
-        let config = api::ContainerConfig {
-            metadata: Some(api::ContainerMetadata { name: name.into(), attempt: 0 }),
-            image: Some(api::ImageSpec { image: IMAGE.into(), ..Default::default() }),
-            log_path: format!("{name}/0.log"),
-            labels: HashMap::new(),
-            ..Default::default()
-        };
-        let req = api::CreateContainerRequest {
-            pod_sandbox_id: sandbox.into(),
-            config: Some(config),
-            sandbox_config: None,
-        };
-        let id = self.cri().create_container(req).await.unwrap().container_id;
-        if start {
-            let req = api::StartContainerRequest { container_id: id.clone() };
-            self.cri().start_container(req).await.unwrap();
-        }
-        id
+        crate::test_cri::container(self.cri(), sandbox, name, IMAGE, start).await
     }
 
     fn uses(&self, id: &str, cpu: u64, working_set: u64) {

@@ -87,23 +87,9 @@ impl Rig {
     /// A pod as the kubelet admitted it, running one container `c` that uses `memory` bytes.
     async fn running(&self, pod: Pod, memory: u64) -> String {
         let meta = &pod.metadata;
-        let config = cri::PodSandboxConfig {
-            metadata: Some(cri::PodSandboxMetadata {
-                name: meta.name.clone().unwrap(),
-                uid: meta.uid.clone().unwrap(),
-                namespace: "default".into(),
-                attempt: 0,
-            }),
-            ..Default::default()
-        };
-        let req =
-            cri::RunPodSandboxRequest { config: Some(config), runtime_handler: String::new() };
-        let sandbox = self.cri.run_pod_sandbox(req).await.unwrap().pod_sandbox_id;
-        let id = self.container(&sandbox, "c", IMAGE).await;
-        self.cri
-            .start_container(cri::StartContainerRequest { container_id: id.clone() })
-            .await
-            .unwrap();
+        let name = meta.name.clone().unwrap();
+        let sandbox = crate::test_cri::sandbox(&self.cri, &name, None).await;
+        let id = crate::test_cri::container(&self.cri, &sandbox, "c", IMAGE, true).await;
         let usage = Usage { memory_working_set_bytes: memory, ..Default::default() };
         assert!(self.fake.runtime().set_usage(&id, usage));
         let uid = meta.uid.clone().unwrap();
@@ -114,17 +100,7 @@ impl Rig {
     }
 
     async fn container(&self, sandbox: &str, name: &str, image: &str) -> String {
-        let config = cri::ContainerConfig {
-            metadata: Some(cri::ContainerMetadata { name: name.into(), attempt: 0 }),
-            image: Some(cri::ImageSpec { image: image.into(), ..Default::default() }),
-            ..Default::default()
-        };
-        let req = cri::CreateContainerRequest {
-            pod_sandbox_id: sandbox.into(),
-            config: Some(config),
-            sandbox_config: None,
-        };
-        self.cri.create_container(req).await.unwrap().container_id
+        crate::test_cri::container(&self.cri, sandbox, name, image, false).await
     }
 
     fn manager(

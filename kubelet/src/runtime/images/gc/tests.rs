@@ -134,35 +134,8 @@ impl Rig {
 
     /// A container of `image` in a sandbox of its own, started or not.
     async fn container(&self, pod: &str, image: &str, start: bool) {
-        let config = cri::PodSandboxConfig {
-            metadata: Some(cri::PodSandboxMetadata {
-                name: pod.into(),
-                uid: format!("uid-{pod}"),
-                namespace: "default".into(),
-                attempt: 0,
-            }),
-            ..Default::default()
-        };
-        let req =
-            cri::RunPodSandboxRequest { config: Some(config), runtime_handler: String::new() };
-        let sandbox = self.cri.run_pod_sandbox(req).await.unwrap().pod_sandbox_id;
-        let config = cri::ContainerConfig {
-            metadata: Some(cri::ContainerMetadata { name: "c".into(), attempt: 0 }),
-            image: Some(cri::ImageSpec { image: image.into(), ..Default::default() }),
-            ..Default::default()
-        };
-        let req = cri::CreateContainerRequest {
-            pod_sandbox_id: sandbox,
-            config: Some(config),
-            sandbox_config: None,
-        };
-        let id = self.cri.create_container(req).await.unwrap().container_id;
-        if start {
-            self.cri
-                .start_container(cri::StartContainerRequest { container_id: id })
-                .await
-                .unwrap();
-        }
+        let sandbox = crate::test_cri::sandbox(&self.cri, pod, None).await;
+        crate::test_cri::container(&self.cri, &sandbox, "c", image, start).await;
     }
 
     async fn image_names(&self) -> Vec<String> {

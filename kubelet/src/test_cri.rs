@@ -1,0 +1,53 @@
+//! What the kubelet's tests against the fake runtime share: pods and containers made over CRI
+//! as the kubelet makes them (a sandbox per pod in `default`, its logs under a directory, each
+//! container's log at `<name>/0.log`).
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::path::Path;
+
+use proto::{CriClient, cri};
+
+/// Runs the sandbox of pod `name` (uid `uid-<name>`), its logs under `log_dir` when given.
+pub async fn sandbox(cri: &CriClient, name: &str, log_dir: Option<&Path>) -> String {
+    let config = cri::PodSandboxConfig {
+        metadata: Some(cri::PodSandboxMetadata {
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            namespace: "default".into(),
+            attempt: 0,
+        }),
+        log_directory: log_dir.map(|d| d.display().to_string()).unwrap_or_default(),
+        ..Default::default()
+    };
+    let req = cri::RunPodSandboxRequest { config: Some(config), runtime_handler: String::new() };
+    cri.run_pod_sandbox(req).await.unwrap().pod_sandbox_id
+}
+
+/// Creates container `name` of `image` in `sandbox`, logging to `<name>/0.log`, and starts it
+/// when asked.
+pub async fn container(
+    cri: &CriClient,
+    sandbox: &str,
+    name: &str,
+    image: &str,
+    start: bool,
+) -> String {
+    let config = cri::ContainerConfig {
+        metadata: Some(cri::ContainerMetadata { name: name.into(), attempt: 0 }),
+        image: Some(cri::ImageSpec { image: image.into(), ..Default::default() }),
+        log_path: format!("{name}/0.log"),
+        ..Default::default()
+    };
+    let req = cri::CreateContainerRequest {
+        pod_sandbox_id: sandbox.into(),
+        config: Some(config),
+        sandbox_config: None,
+    };
+    let id = cri.create_container(req).await.unwrap().container_id;
+    if start {
+        let req = cri::StartContainerRequest { container_id: id.clone() };
+        cri.start_container(req).await.unwrap();
+    }
+    id
+}
