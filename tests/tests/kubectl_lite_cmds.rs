@@ -1,5 +1,6 @@
-//! kubectl-lite beside the real kubectl v1.35 for `taint`, `api-versions`, `cluster-info` and
-//! `get --sort-by`: one script per command run through each against its own apiserver-lite,
+//! kubectl-lite beside the real kubectl v1.35 for `taint`, `api-versions`, `cluster-info`,
+//! `get --sort-by` and `completion`'s refusals (its scripts differ by design: clap's, not
+//! cobra's; bash must load kubectl-lite's): one script per command run through each against its own apiserver-lite,
 //! stdout, stderr and exit codes compared after masking server addresses and the log lines
 //! (klog's) kubectl writes for an unreachable server.
 
@@ -138,11 +139,32 @@ const CLUSTER: &[&[&str]] = &[
     &["cluster-info", "-n", "default"],
     &["--server", "https://127.0.0.1:1", "cluster-info"],
     &["--server", "https://127.0.0.1:1", "api-versions"],
+    &["completion"],
+    &["completion", "bash", "zsh"],
+    &["completion", "tcsh"],
 ];
 
 #[test]
 fn kubectl_lite_prints_api_versions_and_cluster_info_as_kubectl_does() {
     compare(CLUSTER);
+}
+
+#[test]
+fn kubectl_lite_completion_script_loads_in_bash_and_completes_commands() {
+    let server = ApiServer::start().unwrap();
+    let out = server.kubectl_lite(&["completion", "bash"]).unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let script = server.dir().join("completion.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    // Completing `kubectl-lite ta` offers `taint`.
+    let probe = format!(
+        "source {}; COMP_WORDS=(kubectl-lite ta); COMP_CWORD=1; _kubectl__lite kubectl-lite ta kubectl-lite; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let bash = std::process::Command::new("bash").args(["-c", &probe]).output().unwrap();
+    let offered = String::from_utf8_lossy(&bash.stdout);
+    assert!(bash.status.success(), "{}", String::from_utf8_lossy(&bash.stderr));
+    assert!(offered.lines().any(|l| l == "taint"), "{offered}");
 }
 
 /// Tables and listed objects sorted by name, a label (a string), an annotation read as a

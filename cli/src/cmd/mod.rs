@@ -7,6 +7,7 @@ pub mod apply;
 pub mod attach;
 pub mod auth;
 pub mod cluster_info;
+pub mod completion;
 pub mod config;
 pub mod cordon;
 pub mod cp;
@@ -104,6 +105,8 @@ enum Command {
     ApiVersions(api_versions::Args),
     /// Display cluster information.
     ClusterInfo(cluster_info::Args),
+    /// Output shell completion code for the specified shell (bash, zsh, fish, or powershell).
+    Completion(completion::Args),
 }
 
 /// Runs a command line; the exit code is kubectl's (0, or 1 for any error).
@@ -181,6 +184,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::ApiResources(a) => api_resources::run(f, a).await,
         Command::ApiVersions(a) => api_versions::run(f, a).await,
         Command::ClusterInfo(a) => cluster_info::run(f, a).await,
+        Command::Completion(a) => completion::run(a, <Cli as clap::CommandFactory>::command()),
     }
 }
 
