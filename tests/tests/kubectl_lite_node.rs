@@ -122,6 +122,7 @@ async fn kubectl_lite_logs_print_what_kubectl_logs_prints() {
         &["logs", "-l", "app=talker", "-c", "main"],
         &["logs", "-l", "app=talker", "-c", "main", "--prefix", "--tail=2"],
         &["logs", "-l", "app=talker", "--tail=1"],
+        &["logs", "-l", "app=talker", "-c", "main", "--tail=-1"],
         &["logs", "-l", "app=none"],
         &["logs", "-l", "app=talker", "-c", "nope"],
         &["logs", "-l", "app=talker", "talker"],

@@ -31,9 +31,9 @@ pub struct Args {
     /// The previous instance of the container.
     #[arg(short = 'p', long)]
     pub previous: bool,
-    /// Lines from the end (-1: all).
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
-    pub tail: i64,
+    /// Lines from the end (-1: all); unset, all for a pod and 10 for a selector.
+    #[arg(long, allow_negative_numbers = true)]
+    pub tail: Option<i64>,
     /// Only lines newer than this duration (5s, 2m, 3h).
     #[arg(long)]
     pub since: Option<String>,
@@ -114,7 +114,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         }
         vec![default]
     };
-    let q = query(&a, a.tail)?;
+    let q = query(&a, a.tail.unwrap_or(-1))?;
     for c in containers {
         let url = source.log_url(&pod_url, &namespace, &name, &c, &q);
         let prefix = a.prefix.then(|| format!("[pod/{name}/{c}] "));

@@ -62,8 +62,7 @@ pub async fn run(f: &Factory, a: &Args, selector: &str) -> Result<()> {
         )));
     }
     // Flags are read before anything is asked.
-    // `--tail` given as -1 reads as not given: the flag's default cannot be told apart.
-    let tail = if a.tail == -1 { SELECTOR_TAIL } else { a.tail };
+    let tail = a.tail.unwrap_or(SELECTOR_TAIL);
     let q = query(a, tail)?;
     let namespace = f.namespace().await?;
     let url = format!("/api/v1/namespaces/{namespace}/pods?labelSelector={}", encode(selector));
