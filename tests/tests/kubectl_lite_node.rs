@@ -26,7 +26,7 @@ const POLL: Duration = Duration::from_millis(200);
 fn pod() -> Pod {
     serde_json::from_value(serde_json::json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "talker"},
+        "metadata": {"name": "talker", "labels": {"app": "talker"}},
         "spec": {
             "nodeName": NODE,
             "terminationGracePeriodSeconds": 1,
@@ -118,11 +118,23 @@ async fn kubectl_lite_logs_print_what_kubectl_logs_prints() {
         &["logs", "talker", "-c", "nope"],
         &["logs", "nope"],
         &["logs", "talker", "-c", "main", "--previous"],
+        // By selector: the pods' logs, 10 lines from the end unless told.
+        &["logs", "-l", "app=talker", "-c", "main"],
+        &["logs", "-l", "app=talker", "-c", "main", "--prefix", "--tail=2"],
+        &["logs", "-l", "app=talker", "--tail=1"],
+        &["logs", "-l", "app=talker", "-c", "main", "--tail=-1"],
+        &["logs", "-l", "app=none"],
+        &["logs", "-l", "app=talker", "-c", "nope"],
+        &["logs", "-l", "app=talker", "talker"],
+        &["logs", "-l", "app=talker", "--all-containers", "-c", "main"],
+        &["logs", "-l", "app=talker", "-f", "--all-containers", "--max-log-requests=1"],
     ] {
         let l = api.kubectl_lite(args).unwrap();
         let r = api.kubectl(args).unwrap();
+        // Help lines name the command run.
+        let lite_err = text(&l.stderr).replace("kubectl-lite ", "kubectl ");
         assert_eq!(
-            (text(&l.stdout), text(&l.stderr), l.status.code()),
+            (text(&l.stdout), lite_err, l.status.code()),
             (text(&r.stdout), text(&r.stderr), r.status.code()),
             "kubectl {args:?}"
         );
@@ -148,6 +160,30 @@ async fn kubectl_lite_logs_print_what_kubectl_logs_prints() {
     let (a, b, c) =
         (n(&first), n(&lines.next().unwrap().unwrap()), n(&lines.next().unwrap().unwrap()));
     assert!(a < b && b < c, "{a} {b} {c}");
+    follow.kill().unwrap();
+    follow.wait().unwrap();
+
+    // -f -l over several containers: every stream at once, whole lines, each with its source.
+    let mut follow = Command::new(workspace_binary("kubectl-lite").unwrap())
+        .args(["logs", "-f", "-l", "app=talker", "--all-containers", "--prefix", "--tail=3"])
+        .env("KUBECONFIG", api.kubeconfig())
+        .env("HOME", api.dir().join("home-lite"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(follow.stdout.take().unwrap()).lines();
+    let mut seen_main = false;
+    let mut ticks = 0;
+    while !(seen_main && ticks >= 5) {
+        let line = lines.next().unwrap().unwrap();
+        if line.starts_with("[pod/talker/main] ") {
+            seen_main = true;
+        } else {
+            assert!(line.starts_with("[pod/talker/ticker] tick "), "{line:?}");
+            ticks += 1;
+        }
+    }
     follow.kill().unwrap();
     follow.wait().unwrap();
 

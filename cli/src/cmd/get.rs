@@ -1,6 +1,9 @@
 //! `get`: tables from the server's `Table` (kubectl asks `as=Table` and prints what the server
 //! computed), or the objects as JSON, YAML or names. Objects not found are reported after the
-//! others are printed.
+//! others are printed. `--sort-by` (`sort`) orders each table's rows by a field of the full
+//! objects the table then carries (`includeObject=Object`), or the listed objects.
+
+pub mod sort;
 
 use std::sync::Arc;
 
@@ -54,6 +57,9 @@ pub struct Args {
     /// Ignore errors in templates when a field or map key is missing (jsonpath).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
     pub allow_missing_template_keys: bool,
+    /// Sort list types using this field specification (a JSONPath expression, `{.metadata.name}`).
+    #[arg(long)]
+    pub sort_by: Option<String>,
 }
 
 /// One type's table: the rows of every target of that type under one header.
@@ -88,7 +94,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     let (targets, mut errors) = builder::targets(f, &sel).await?;
     let mut got = Vec::new();
     for t in &targets {
-        match fetch(f, t, &output, &sel).await {
+        match fetch(f, t, &output, &sel, a.sort_by.is_some()).await {
             Ok(g) => got.push(g),
             Err(e) => errors.push(e),
         }
@@ -97,7 +103,13 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     crate::cmd::finish(errors)
 }
 
-async fn fetch(f: &Factory, t: &Target, output: &Output, sel: &Selection) -> Result<Got> {
+async fn fetch(
+    f: &Factory,
+    t: &Target,
+    output: &Output,
+    sel: &Selection,
+    sorting: bool,
+) -> Result<Got> {
     let (resource, url, listed) = match t {
         Target::Object(i) => (i.resource.clone(), i.url(), false),
         Target::Collection(c) => {
@@ -106,6 +118,12 @@ async fn fetch(f: &Factory, t: &Target, output: &Output, sel: &Selection) -> Res
         }
     };
     if output.is_table() {
+        // Sorting reads the whole object of each row.
+        let url = match (sorting, url.contains('?')) {
+            (false, _) => url,
+            (true, true) => url + "&includeObject=Object",
+            (true, false) => url + "?includeObject=Object",
+        };
         let bytes = f.send(Method::GET, &url, None, TABLE).await?;
         let table = parse(&bytes)?;
         return Ok(Got::Table { resource, table });
@@ -157,10 +175,20 @@ async fn print(
     let several_types = types.len() > 1;
     match output {
         Output::Table | Output::Wide => {
+            let tables = got.iter().filter(|g| matches!(g, Got::Table { .. })).count();
+            if let Some(by) = &a.sort_by
+                && tables > 1
+            {
+                let e = sort::SortError::NotFound(sort::table_field(by));
+                return Err(CliError::Usage(e.to_string()));
+            }
             // One table per type, in the order the types came; blank lines between.
             let mut tables: Vec<Printed> = Vec::new();
             for g in got {
-                let Got::Table { resource, table } = g else { continue };
+                let Got::Table { resource, mut table } = g else { continue };
+                if let Some(by) = &a.sort_by {
+                    sort_rows(&mut table, by)?;
+                }
                 let o = table::Options {
                     wide: *output == Output::Wide,
                     with_namespace: a.all_namespaces && resource.namespaced,
@@ -198,12 +226,19 @@ async fn print(
             }
         }
         Output::Name => {
+            let mut all = Vec::new();
+            let mut listed = targets.len() != 1;
             for g in got {
-                if let Got::Objects { items, .. } = g {
-                    for item in items {
-                        println!("{}", name_of(f, &item).await?);
-                    }
+                if let Got::Objects { items, listed: l } = g {
+                    listed |= l;
+                    all.extend(items);
                 }
+            }
+            if listed && let Some(by) = &a.sort_by {
+                all = sorted(all, by)?;
+            }
+            for item in all {
+                println!("{}", name_of(f, &item).await?);
             }
         }
         Output::Json | Output::Yaml | Output::JsonPath(_) | Output::CustomColumns(_) => {
@@ -218,6 +253,9 @@ async fn print(
                     listed |= l;
                     all.extend(items);
                 }
+            }
+            if listed && let Some(by) = &a.sort_by {
+                all = sorted(all, by)?;
             }
             // kubectl omits managedFields from JSON and YAML only; templates and columns see
             // the object whole.
@@ -258,4 +296,35 @@ async fn no_resources(f: &Factory, a: &Args, targets: &[Target]) -> Result<Strin
         return Ok("No resources found".into());
     }
     Ok(format!("No resources found in {} namespace.", f.namespace().await?))
+}
+
+/// A table's rows in the order of their objects sorted by `by` (a table of one row as it is);
+/// rows that cannot be sorted are not printed, as kubectl drops its sorting printer's error;
+/// values that do not compare end the command (kubectl exits through its log).
+fn sort_rows(table: &mut Value, by: &str) -> Result<()> {
+    let Some(rows) = table.get_mut("rows").and_then(Value::as_array_mut) else { return Ok(()) };
+    if rows.len() < 2 {
+        return Ok(());
+    }
+    let objects: Vec<&Value> = rows.iter().map(|r| &r["object"]).collect();
+    let order = match sort::order(&objects, &sort::table_field(by)) {
+        Ok(o) => o,
+        Err(e @ sort::SortError::Unsortable { .. }) => return Err(CliError::Usage(e.to_string())),
+        Err(_) => {
+            rows.clear();
+            return Ok(());
+        }
+    };
+    let mut taken: Vec<Option<Value>> = rows.drain(..).map(Some).collect();
+    rows.extend(order.into_iter().filter_map(|i| taken.get_mut(i).and_then(Option::take)));
+    Ok(())
+}
+
+/// Listed objects sorted by `by`.
+fn sorted(objects: Vec<Value>, by: &str) -> Result<Vec<Value>> {
+    let usage = |e: sort::SortError| CliError::Usage(e.to_string());
+    let field = sort::object_field(by).map_err(usage)?;
+    let order = sort::order(&objects.iter().collect::<Vec<_>>(), &field).map_err(usage)?;
+    let mut taken: Vec<Option<Value>> = objects.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|i| taken.get_mut(i).and_then(Option::take)).collect())
 }

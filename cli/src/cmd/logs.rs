@@ -1,7 +1,9 @@
 //! `logs`: a container's log through the apiserver's `pods/log` (which asks the kubelet), with
 //! kubectl's options; `-f` streams; a pod of several containers without `-c` reads its default
 //! container (the `kubectl.kubernetes.io/default-container` annotation, else the first) and
-//! says so on stderr, as kubectl does.
+//! says so on stderr, as kubectl does. `-l` reads the logs of every pod selected (`selector`).
+
+mod selector;
 
 use std::io::Write;
 
@@ -29,9 +31,9 @@ pub struct Args {
     /// The previous instance of the container.
     #[arg(short = 'p', long)]
     pub previous: bool,
-    /// Lines from the end (-1: all).
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
-    pub tail: i64,
+    /// Lines from the end (-1: all); unset, all for a pod and 10 for a selector.
+    #[arg(long, allow_negative_numbers = true)]
+    pub tail: Option<i64>,
     /// Only lines newer than this duration (5s, 2m, 3h).
     #[arg(long)]
     pub since: Option<String>,
@@ -46,9 +48,18 @@ pub struct Args {
     /// Prefix each line with its source (`[pod/NAME/CONTAINER]`).
     #[arg(long)]
     pub prefix: bool,
+    /// Selector (label query) to filter pods on; their logs are read (tail 10 by default).
+    #[arg(short = 'l', long)]
+    pub selector: Option<String>,
+    /// Maximum number of concurrent logs to follow when using by a selector.
+    #[arg(long, default_value_t = 5)]
+    pub max_log_requests: usize,
 }
 
 pub async fn run(f: &Factory, a: Args) -> Result<()> {
+    if let Some(sel) = a.selector.clone() {
+        return selector::run(f, &a, &sel).await;
+    }
     let (pod_arg, container_arg) = match a.args.as_slice() {
         [p] => (p.clone(), None),
         [p, c] => (p.clone(), Some(c.clone())),
@@ -103,39 +114,45 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         }
         vec![default]
     };
+    let q = query(&a, a.tail.unwrap_or(-1))?;
     for c in containers {
-        let mut q = Vec::new();
-        if a.follow {
-            q.push("follow=true".into());
-        }
-        if a.previous {
-            q.push("previous=true".into());
-        }
-        if a.tail >= 0 {
-            q.push(format!("tailLines={}", a.tail));
-        }
-        if let Some(s) = &a.since {
-            let d = crate::duration::parse(s).ok_or_else(|| {
-                CliError::Usage(format!(
-                    "invalid argument \"{s}\" for \"--since\" flag: time: invalid duration \"{s}\""
-                ))
-            })?;
-            q.push(format!("sinceSeconds={}", d.as_secs().max(1)));
-        }
-        if let Some(t) = &a.since_time {
-            q.push(format!("sinceTime={}", encode(t)));
-        }
-        if a.timestamps {
-            q.push("timestamps=true".into());
-        }
-        if let Some(n) = a.limit_bytes {
-            q.push(format!("limitBytes={n}"));
-        }
         let url = source.log_url(&pod_url, &namespace, &name, &c, &q);
         let prefix = a.prefix.then(|| format!("[pod/{name}/{c}] "));
         stream(f, &url, prefix.as_deref()).await?;
     }
     Ok(())
+}
+
+/// The log query kubectl's options make (the container aside), `tail` lines from the end.
+fn query(a: &Args, tail: i64) -> Result<Vec<String>> {
+    let mut q = Vec::new();
+    if a.follow {
+        q.push("follow=true".into());
+    }
+    if a.previous {
+        q.push("previous=true".into());
+    }
+    if tail >= 0 {
+        q.push(format!("tailLines={tail}"));
+    }
+    if let Some(s) = &a.since {
+        let d = crate::duration::parse(s).ok_or_else(|| {
+            CliError::Usage(format!(
+                "invalid argument \"{s}\" for \"--since\" flag: time: invalid duration \"{s}\""
+            ))
+        })?;
+        q.push(format!("sinceSeconds={}", d.as_secs().max(1)));
+    }
+    if let Some(t) = &a.since_time {
+        q.push(format!("sinceTime={}", encode(t)));
+    }
+    if a.timestamps {
+        q.push("timestamps=true".into());
+    }
+    if let Some(n) = a.limit_bytes {
+        q.push(format!("limitBytes={n}"));
+    }
+    Ok(q)
 }
 
 /// Where logs come from: the API server's `pods/log`, or in node mode the kubelet's own

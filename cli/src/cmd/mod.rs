@@ -2,9 +2,12 @@
 //! [`run`]: parse, act, print errors as kubectl does, exit 0 or 1 (or a remote command's code).
 
 pub mod api_resources;
+pub mod api_versions;
 pub mod apply;
 pub mod attach;
 pub mod auth;
+pub mod cluster_info;
+pub mod completion;
 pub mod config;
 pub mod cordon;
 pub mod cp;
@@ -23,6 +26,7 @@ pub mod portforward;
 pub mod remotecommand;
 pub mod rollout;
 pub mod scale;
+pub mod taint;
 pub mod top;
 pub mod version;
 pub mod wait;
@@ -87,6 +91,8 @@ enum Command {
     Uncordon(cordon::Args),
     /// Drain node in preparation for maintenance.
     Drain(drain::Args),
+    /// Update the taints on one or more nodes.
+    Taint(taint::Args),
     /// Inspect authorization.
     Auth(auth::Args),
     /// Modify kubeconfig files.
@@ -95,6 +101,12 @@ enum Command {
     Version(version::Args),
     /// Print the supported API resources on the server.
     ApiResources(api_resources::Args),
+    /// Print the supported API versions on the server, in the form of "group/version".
+    ApiVersions(api_versions::Args),
+    /// Display cluster information.
+    ClusterInfo(cluster_info::Args),
+    /// Output shell completion code for the specified shell (bash, zsh, fish, or powershell).
+    Completion(completion::Args),
 }
 
 /// Runs a command line; the exit code is kubectl's (0, or 1 for any error).
@@ -165,10 +177,14 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Cordon(a) => cordon::run(f, a, true).await,
         Command::Uncordon(a) => cordon::run(f, a, false).await,
         Command::Drain(a) => drain::run(f, a).await,
+        Command::Taint(a) => taint::run(f, a).await,
         Command::Auth(a) => auth::run(f, a).await,
         Command::Config(a) => config::run(f, a).await,
         Command::Version(a) => version::run(f, a).await,
         Command::ApiResources(a) => api_resources::run(f, a).await,
+        Command::ApiVersions(a) => api_versions::run(f, a).await,
+        Command::ClusterInfo(a) => cluster_info::run(f, a).await,
+        Command::Completion(a) => completion::run(a, <Cli as clap::CommandFactory>::command()),
     }
 }
 
