@@ -236,7 +236,11 @@ pub async fn emit(
             Some(w) if e.status().is_some() => CliError::Usage(format!("{w}: {}", e.go_message())),
             _ => e,
         })?;
-    let created: Value = serde_json::from_slice(&created).unwrap_or(Value::Null);
+    let mut created: Value = serde_json::from_slice(&created).unwrap_or(Value::Null);
+    // kubectl's printers hide managedFields (`--show-managed-fields=false`).
+    if let Some(meta) = created.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
     print(&output, &shown, strategy, Printed::Value(&created))
 }
 
@@ -324,9 +328,22 @@ async fn generate(f: &Factory, g: Generator) -> Result<()> {
         Generator::Service(s) => service::run(f, s).await,
         Generator::Role(a) => rbac::role(f, a, false).await,
         Generator::Clusterrole(a) => rbac::role(f, a, true).await,
-        Generator::Rolebinding(a) => rbac::binding(f, a, false).await,
-        Generator::Clusterrolebinding(a) => rbac::binding(f, a, true).await,
+        Generator::Rolebinding(a) => binding(f, a, false).await,
+        Generator::Clusterrolebinding(a) => binding(f, a, true).await,
     }
+}
+
+/// A binding's `--user` shadows the global flag of the same name (as cobra's local flags do):
+/// clap hands it to the global flags as well, so the client is made without it.
+async fn binding(f: &Factory, mut a: rbac::BindingArgs, cluster: bool) -> Result<()> {
+    let Some(user) = f.flags.user.clone() else {
+        return rbac::binding(f, a, cluster).await;
+    };
+    if a.user.is_empty() {
+        a.user.push(user);
+    }
+    let own = Factory::new(crate::flags::ConfigFlags { user: None, ..f.flags.clone() });
+    rbac::binding(&own, a, cluster).await
 }
 
 /// kubectl's `NameFromCommandArgs`: exactly one NAME.

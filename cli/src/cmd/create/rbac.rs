@@ -219,7 +219,7 @@ pub async fn role(f: &Factory, a: RoleArgs, cluster: bool) -> Result<()> {
     let command = if cluster { "clusterrole" } else { "role" };
     let name = one_name(&a.name, command)?;
     if !cluster && !a.non_resource_url.is_empty() {
-        return Err(CliError::Usage("unknown flag: --non-resource-url".into()));
+        return Err(unknown_flag("non-resource-url", command));
     }
     if a.verb.is_empty() {
         return Err(CliError::Usage("at least one verb must be specified".into()));
@@ -259,7 +259,13 @@ pub async fn role(f: &Factory, a: RoleArgs, cluster: bool) -> Result<()> {
                 Err(_) => (r.group.clone(), r.resource.clone()),
             };
             check_special_verbs(&a.verb, &group, &plural)?;
-            found?;
+            // kubectl prints a mapper's miss as it is, without `error: `.
+            found.map_err(|e| match e {
+                CliError::UnknownResource(r) => {
+                    CliError::Plain(format!("the server doesn't have a resource type \"{r}\""))
+                }
+                e => e,
+            })?;
             (group, plural)
         };
         let plural =
@@ -272,6 +278,13 @@ pub async fn role(f: &Factory, a: RoleArgs, cluster: bool) -> Result<()> {
         if cluster { (CLUSTER_ROLE, None) } else { (ROLE, enforced_namespace(f).await?) };
     let object = kind.head(metadata(&name, ns.as_deref(), None)).with("rules", rules);
     emit(f, &a.common, kind, &name, object, None).await
+}
+
+/// cobra's refusal of a flag the command does not take.
+fn unknown_flag(flag: &str, command: &str) -> CliError {
+    CliError::Plain(format!(
+        "Error: unknown flag: --{flag}\nSee 'kubectl create {command} --help' for usage."
+    ))
 }
 
 /// Subjects in kubectl's order: users, groups, then `namespace:name` service accounts.
@@ -321,7 +334,7 @@ pub async fn binding(f: &Factory, a: BindingArgs, cluster: bool) -> Result<()> {
     let name = one_name(&a.name, command)?;
     let (kind, role_kind, role) = if cluster {
         if a.role.is_some() {
-            return Err(CliError::Usage("unknown flag: --role".into()));
+            return Err(unknown_flag("role", command));
         }
         let Some(role) = a.clusterrole.as_deref() else {
             return Err(super::required_flags(&["clusterrole"]));

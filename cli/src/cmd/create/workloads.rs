@@ -1,5 +1,6 @@
 //! `create deployment`, `create job` and `create cronjob`: a pod template of one container per
-//! image, as kubectl's generators build them (field order, empty structs and all).
+//! image, as kubectl's generators build them (field order, empty structs and all); and the pod
+//! of `run` ([`pod_object`]).
 
 use super::tree::{Node, Obj};
 use super::{Common, Kind, emit, enforced_namespace, metadata, one_name};
@@ -15,6 +16,8 @@ pub const DEPLOYMENT: Kind = Kind {
 };
 pub const JOB: Kind =
     Kind { group: "batch", version: "v1", plural: "jobs", kind: "Job", namespaced: true };
+pub const POD: Kind =
+    Kind { group: "", version: "v1", plural: "pods", kind: "Pod", namespaced: true };
 pub const CRONJOB: Kind =
     Kind { group: "batch", version: "v1", plural: "cronjobs", kind: "CronJob", namespaced: true };
 
@@ -297,6 +300,79 @@ pub async fn cronjob(f: &Factory, a: CronJobArgs) -> Result<()> {
     emit(f, &a.common, CRONJOB, &name, object, Some("failed to create cronjob")).await
 }
 
+/// What `run` builds a pod from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodSpec {
+    pub name: String,
+    pub image: String,
+    /// `--labels`; `run=NAME` when empty.
+    pub labels: Vec<(String, String)>,
+    pub annotations: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
+    pub port: Option<i32>,
+    /// `Always`, `OnFailure` or `Never`.
+    pub restart: String,
+    /// The arguments after `--`: the command with `--command`, else the container's args.
+    pub args: Vec<String>,
+    pub command: bool,
+    pub image_pull_policy: Option<String>,
+    pub stdin: bool,
+    pub tty: bool,
+    pub leave_stdin_open: bool,
+    pub service_account: Option<String>,
+    pub privileged: bool,
+}
+
+/// kubectl run's pod (its `BasicPod` generator): one container named as the pod.
+pub fn pod_object(p: &PodSpec) -> Obj {
+    let labels = if p.labels.is_empty() {
+        Obj::map([("run", p.name.as_str())])
+    } else {
+        Obj::map(p.labels.iter().map(|(k, v)| (k, v)))
+    };
+    let mut meta = metadata(&p.name, None, Some(labels));
+    if !p.annotations.is_empty() {
+        meta.set("annotations", Obj::map(p.annotations.iter().map(|(k, v)| (k, v))));
+    }
+    let mut c = Obj::new().with("name", p.name.as_str()).with("image", p.image.as_str());
+    if !p.args.is_empty() {
+        c.set(if p.command { "command" } else { "args" }, p.args.clone());
+    }
+    if let Some(port) = p.port {
+        c.set("ports", vec![Obj::new().with("containerPort", port)]);
+    }
+    if !p.env.is_empty() {
+        let env: Vec<Node> = p
+            .env
+            .iter()
+            .map(|(k, v)| Obj::new().with("name", k.as_str()).with("value", v.as_str()).into())
+            .collect();
+        c.set("env", env);
+    }
+    c.set("resources", Obj::new());
+    if let Some(policy) = &p.image_pull_policy {
+        c.set("imagePullPolicy", policy.as_str());
+    }
+    if p.privileged {
+        c.set("securityContext", Obj::new().with("privileged", true));
+    }
+    if p.stdin {
+        c.set("stdin", true);
+        if !p.leave_stdin_open {
+            c.set("stdinOnce", true);
+        }
+    }
+    if p.tty {
+        c.set("tty", true);
+    }
+    let mut spec = Obj::new().with("containers", vec![c]).with("restartPolicy", p.restart.as_str());
+    spec.set("dnsPolicy", "ClusterFirst");
+    if let Some(sa) = p.service_account.as_deref().filter(|s| !s.is_empty()) {
+        spec.set("serviceAccountName", sa);
+    }
+    POD.head(meta).with("spec", spec).with("status", Obj::new())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,5 +425,26 @@ mod tests {
         assert_eq!(v["metadata"]["labels"]["a"], "b");
         assert_eq!(v["metadata"]["ownerReferences"][0]["uid"], "u1");
         assert_eq!(v["spec"]["backoffLimit"], 2);
+    }
+
+    #[test]
+    fn a_run_pod_is_labelled_run_name_and_never_restarts_when_asked() {
+        let p = PodSpec {
+            name: "p".into(),
+            image: "nginx".into(),
+            restart: "Never".into(),
+            args: s(&["a", "b"]),
+            port: Some(80),
+            env: vec![("A".into(), "1".into())],
+            ..PodSpec::default()
+        };
+        assert_eq!(
+            Node::Obj(pod_object(&p)).compact(),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","creationTimestamp":null,"labels":{"run":"p"}},"spec":{"containers":[{"name":"p","image":"nginx","args":["a","b"],"ports":[{"containerPort":80}],"env":[{"name":"A","value":"1"}],"resources":{}}],"restartPolicy":"Never","dnsPolicy":"ClusterFirst"},"status":{}}"#
+        );
+        let cmd = PodSpec { command: true, labels: vec![("x".into(), "y".into())], ..p };
+        let v = Node::Obj(pod_object(&cmd)).to_value();
+        assert_eq!(v["spec"]["containers"][0]["command"][1], "b");
+        assert_eq!(v["metadata"]["labels"], serde_json::json!({"x": "y"}));
     }
 }
