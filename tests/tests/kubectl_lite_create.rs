@@ -164,7 +164,9 @@ const SCRIPT: &[&[&str]] = &[
 /// Masks what differs between two servers by nature.
 fn mask(text: &str) -> String {
     let rules = [
-        (r#"(uid|resourceVersion|creationTimestamp|time|clusterIP): .*"#, "$1: <masked>"),
+        (r#"(resourceVersion|creationTimestamp|time): "[^"]*""#, "$1: <masked>"),
+        (r"(uid): [0-9a-f-]{36}", "$1: <masked>"),
+        (r"(clusterIP): \d+\.\d+\.\d+\.\d+", "$1: <masked>"),
         (
             r#""(uid|resourceVersion|creationTimestamp|time|clusterIP)": "[^"]*""#,
             "\"$1\": <masked>",
@@ -229,5 +231,7 @@ fn kubectl_lite_generates_objects_as_kubectl_does() {
     assert_eq!(out(SCRIPT[0]).0, "deployment.apps/web created\n");
     assert_eq!(out(SCRIPT[1]).2, Some(1), "a second create is refused");
     assert!(out(&["get", "pod", "p1", "-o", "yaml"]).0.contains("containerPort: 80"));
+    let dry = out(&["create", "namespace", "team-b", DRY, "-o", "yaml"]).0;
+    assert!(dry.contains("creationTimestamp: null\n"), "{dry}");
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }

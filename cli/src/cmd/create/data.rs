@@ -313,7 +313,7 @@ pub async fn configmap(f: &Factory, a: ConfigMapArgs) -> Result<()> {
     let entries = read_sources(&a.sources, "ConfigMap", &name)?;
     let ns = enforced_namespace(f).await?;
     let object = configmap_object(&name, ns.as_deref(), &entries);
-    emit(f, &a.common, CONFIG_MAP, &name, object, Some("failed to create configmap")).await
+    emit(f, &a.common, CONFIG_MAP, &name, object, Some("failed to create configmap: ")).await
 }
 
 pub async fn secret(f: &Factory, s: Secret) -> Result<()> {
@@ -358,7 +358,7 @@ pub async fn secret(f: &Factory, s: Secret) -> Result<()> {
             (name, o, a.common)
         }
     };
-    emit(f, &common, SECRET, &name, object, Some("failed to create secret")).await
+    emit(f, &common, SECRET, &name, object, Some("failed to create secret ")).await
 }
 
 fn tls_file(path: &str) -> Result<Vec<u8>> {

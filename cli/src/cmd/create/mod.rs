@@ -184,7 +184,7 @@ pub fn with_saved_config(mut object: Obj) -> Obj {
 }
 
 /// A generated object sent (or, with `--dry-run=client`, only printed) as kubectl's generators
-/// do; `wrap` words a server's refusal (`failed to create deployment: …`) where kubectl does.
+/// do; `wrap` prefixes a server's refusal (`failed to create deployment: `) where kubectl does.
 pub async fn emit(
     f: &Factory,
     c: &Common,
@@ -233,7 +233,7 @@ pub async fn emit(
         .send(Method::POST, &url, Some((body, "application/json")), "application/json")
         .await
         .map_err(|e| match wrap {
-            Some(w) if e.status().is_some() => CliError::Usage(format!("{w}: {}", e.go_message())),
+            Some(w) if e.status().is_some() => CliError::Usage(format!("{w}{}", e.go_message())),
             _ => e,
         })?;
     let mut created: Value = serde_json::from_slice(&created).unwrap_or(Value::Null);

@@ -227,7 +227,7 @@ pub async fn run(f: &Factory, s: Service) -> Result<()> {
     validate(&spec)?;
     let ns = enforced_namespace(f).await?;
     let object = service_object(&name, ns.as_deref(), &spec)?;
-    let wrap = format!("failed to create {} service", spec.service_type);
+    let wrap = format!("failed to create {} service: ", spec.service_type);
     emit(f, &ports.common, SERVICE, &name, object, Some(&wrap)).await
 }
 

@@ -41,7 +41,7 @@ pub async fn serviceaccount(f: &Factory, a: Args) -> Result<()> {
     let name = one_name(&a.name, "serviceaccount")?;
     let ns = enforced_namespace(f).await?;
     let object = service_account_object(&name, ns.as_deref());
-    emit(f, &a.common, SERVICE_ACCOUNT, &name, object, Some("failed to create serviceaccount"))
+    emit(f, &a.common, SERVICE_ACCOUNT, &name, object, Some("failed to create serviceaccount: "))
         .await
 }
 

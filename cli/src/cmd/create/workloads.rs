@@ -170,7 +170,7 @@ pub async fn deployment(f: &Factory, a: DeploymentArgs) -> Result<()> {
     }
     let ns = enforced_namespace(f).await?;
     let object = deployment_object(&name, ns.as_deref(), &a.image, a.replicas, a.port, &a.command);
-    emit(f, &a.common, DEPLOYMENT, &name, object, Some("failed to create deployment")).await
+    emit(f, &a.common, DEPLOYMENT, &name, object, Some("failed to create deployment: ")).await
 }
 
 pub fn job_object(name: &str, namespace: Option<&str>, image: &str, command: &[String]) -> Obj {
@@ -263,7 +263,7 @@ pub async fn job(f: &Factory, a: JobArgs) -> Result<()> {
             return Err(CliError::Usage("either --image or --from must be specified".into()));
         }
     };
-    emit(f, &a.common, JOB, &name, object, Some("failed to create job")).await
+    emit(f, &a.common, JOB, &name, object, Some("failed to create job: ")).await
 }
 
 fn cronjob_path(namespace: &str, name: &str) -> String {
@@ -297,7 +297,7 @@ pub async fn cronjob(f: &Factory, a: CronJobArgs) -> Result<()> {
     let name = one_name(&a.name, "cronjob")?;
     let ns = enforced_namespace(f).await?;
     let object = cronjob_object(&name, ns.as_deref(), image, schedule, &a.restart, &a.command);
-    emit(f, &a.common, CRONJOB, &name, object, Some("failed to create cronjob")).await
+    emit(f, &a.common, CRONJOB, &name, object, Some("failed to create cronjob: ")).await
 }
 
 /// What `run` builds a pod from.
