@@ -332,6 +332,7 @@ pub async fn secret(f: &Factory, s: Secret) -> Result<()> {
             };
             let cert_pem = tls_file(cert)?;
             let key_pem = tls_file(key)?;
+            check_pem_pair(&cert_pem, &key_pem)?;
             let ns = enforced_namespace(f).await?;
             let entries = vec![("tls.crt".to_string(), cert_pem), ("tls.key".to_string(), key_pem)];
             let o = secret_object(&name, ns.as_deref(), &entries, Some("kubernetes.io/tls"));
@@ -359,6 +360,39 @@ pub async fn secret(f: &Factory, s: Secret) -> Result<()> {
         }
     };
     emit(f, &common, SECRET, &name, object, Some("failed to create secret ")).await
+}
+
+/// The PEM labels of a file's blocks (`CERTIFICATE`, `PRIVATE KEY`…).
+fn pem_labels(pem: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(pem)
+        .lines()
+        .filter_map(|l| {
+            l.trim().strip_prefix("-----BEGIN ")?.strip_suffix("-----").map(String::from)
+        })
+        .collect()
+}
+
+/// The first checks of Go's `tls.X509KeyPair`, worded as it words them (the key is not
+/// matched against the certificate here).
+pub fn check_pem_pair(cert: &[u8], key: &[u8]) -> Result<()> {
+    let tls = |m: &str| CliError::Usage(format!("tls: {m}"));
+    let certs = pem_labels(cert);
+    if !certs.iter().any(|l| l == "CERTIFICATE") {
+        return Err(if certs.iter().any(|l| l.ends_with("PRIVATE KEY")) {
+            tls("found a private key rather than a certificate in the PEM for the certificate")
+        } else {
+            tls("failed to find any PEM data in certificate input")
+        });
+    }
+    let keys = pem_labels(key);
+    if !keys.iter().any(|l| l == "PRIVATE KEY" || l.ends_with(" PRIVATE KEY")) {
+        return Err(if keys.iter().any(|l| l == "CERTIFICATE") {
+            tls("found a certificate rather than a key in the PEM for the private key")
+        } else {
+            tls("failed to find any PEM data in key input")
+        });
+    }
+    Ok(())
 }
 
 fn tls_file(path: &str) -> Result<Vec<u8>> {

@@ -150,13 +150,12 @@ impl Kind {
 }
 
 /// ObjectMeta as a generator fills it: the name, the namespace when `-n` was given (kubectl's
-/// `EnforceNamespace`), `creationTimestamp: null` (a zero time), then labels if any.
+/// `EnforceNamespace`), then labels if any (kubectl 1.35 omits the zero `creationTimestamp`).
 pub fn metadata(name: &str, namespace: Option<&str>, labels: Option<Obj>) -> Obj {
     let mut m = Obj::new().with("name", name);
     if let Some(ns) = namespace {
         m.set("namespace", ns);
     }
-    m.set("creationTimestamp", Node::Null);
     if let Some(l) = labels {
         m.set("labels", l);
     }
@@ -199,7 +198,7 @@ pub async fn emit(
         || ["jsonpath=", "jsonpath-file="].iter().any(|p| format.starts_with(p));
     if !known {
         return Err(CliError::Usage(format!(
-            "unable to match a printer suitable for the output format \"{format}\", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,name,template,templatefile,yaml"
+            "unable to match a printer suitable for the output format \"{format}\", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,name,template,templatefile,yaml"
         )));
     }
     let output = Output::parse(c.output.as_deref())?;
@@ -357,18 +356,10 @@ pub fn one_name(args: &[String], command: &str) -> Result<String> {
     }
 }
 
-/// cobra's refusal of a command missing required flags (names sorted), which kubectl reports
-/// through klog: `E1127 01:45:33.778044   16255 run.go:72] "command failed" err="required
-/// flag(s) \"image\" not set"`.
+/// cobra's refusal of a command missing required flags (names sorted).
 pub fn required_flags(names: &[&str]) -> CliError {
     let mut names = names.to_vec();
     names.sort_unstable();
     let list = names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ");
-    let err = format!("required flag(s) {list} not set");
-    let now = jiff::Zoned::now();
-    CliError::Plain(format!(
-        "E{} {:>7} run.go:72] \"command failed\" err={err:?}",
-        now.strftime("%m%d %H:%M:%S%.6f"),
-        std::process::id()
-    ))
+    CliError::Usage(format!("required flag(s) {list} not set"))
 }

@@ -282,8 +282,8 @@ pub async fn role(f: &Factory, a: RoleArgs, cluster: bool) -> Result<()> {
 
 /// cobra's refusal of a flag the command does not take.
 fn unknown_flag(flag: &str, command: &str) -> CliError {
-    CliError::Plain(format!(
-        "Error: unknown flag: --{flag}\nSee 'kubectl create {command} --help' for usage."
+    CliError::Usage(format!(
+        "unknown flag: --{flag}\nSee 'kubectl create {command} --help' for usage."
     ))
 }
 
@@ -428,7 +428,7 @@ mod tests {
         let b = binding_object(ROLE_BINDING, "rb", None, subs, "Role", "r");
         assert_eq!(
             Node::Obj(b).compact(),
-            r#"{"kind":"RoleBinding","apiVersion":"rbac.authorization.k8s.io/v1","metadata":{"name":"rb","creationTimestamp":null},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"u"},{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"g"},{"kind":"ServiceAccount","name":"sa","namespace":"ns"}],"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"}}"#
+            r#"{"kind":"RoleBinding","apiVersion":"rbac.authorization.k8s.io/v1","metadata":{"name":"rb"},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"u"},{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"g"},{"kind":"ServiceAccount","name":"sa","namespace":"ns"}],"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"}}"#
         );
         assert_eq!(
             subjects(&[], &[], &s(&["nons"])).unwrap_err().to_string(),

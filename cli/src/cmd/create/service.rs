@@ -250,7 +250,7 @@ mod tests {
             service_object("s", None, &spec("ClusterIP", &["80:8080", "443", "81:http"])).unwrap();
         assert_eq!(
             Node::Obj(o).compact(),
-            r#"{"kind":"Service","apiVersion":"v1","metadata":{"name":"s","creationTimestamp":null,"labels":{"app":"s"}},"spec":{"ports":[{"name":"80-8080","protocol":"TCP","port":80,"targetPort":8080},{"name":"443","protocol":"TCP","port":443,"targetPort":443},{"name":"81-http","protocol":"TCP","port":81,"targetPort":"http"}],"selector":{"app":"s"},"type":"ClusterIP"},"status":{"loadBalancer":{}}}"#
+            r#"{"kind":"Service","apiVersion":"v1","metadata":{"name":"s","labels":{"app":"s"}},"spec":{"ports":[{"name":"80-8080","protocol":"TCP","port":80,"targetPort":8080},{"name":"443","protocol":"TCP","port":443,"targetPort":443},{"name":"81-http","protocol":"TCP","port":81,"targetPort":"http"}],"selector":{"app":"s"},"type":"ClusterIP"},"status":{"loadBalancer":{}}}"#
         );
     }
 
@@ -264,7 +264,7 @@ mod tests {
         e.external_name = "a.com".into();
         assert_eq!(
             Node::Obj(service_object("s", None, &e).unwrap()).compact(),
-            r#"{"kind":"Service","apiVersion":"v1","metadata":{"name":"s","creationTimestamp":null,"labels":{"app":"s"}},"spec":{"selector":{"app":"s"},"type":"ExternalName","externalName":"a.com"},"status":{"loadBalancer":{}}}"#
+            r#"{"kind":"Service","apiVersion":"v1","metadata":{"name":"s","labels":{"app":"s"}},"spec":{"selector":{"app":"s"},"type":"ExternalName","externalName":"a.com"},"status":{"loadBalancer":{}}}"#
         );
     }
 

@@ -54,7 +54,7 @@ mod tests {
     fn a_namespace_carries_empty_spec_and_status_in_field_order() {
         assert_eq!(
             Node::Obj(namespace_object("foo")).compact(),
-            r#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"foo","creationTimestamp":null},"spec":{},"status":{}}"#
+            r#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"foo"},"spec":{},"status":{}}"#
         );
     }
 
@@ -62,7 +62,7 @@ mod tests {
     fn a_service_account_names_its_namespace_only_when_given() {
         assert_eq!(
             Node::Obj(service_account_object("sa", Some("ns"))).compact(),
-            r#"{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"name":"sa","namespace":"ns","creationTimestamp":null}}"#
+            r#"{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"name":"sa","namespace":"ns"}}"#
         );
     }
 
@@ -71,7 +71,7 @@ mod tests {
         let o = Node::Obj(super::super::with_saved_config(namespace_object("foo")));
         assert_eq!(
             o.compact(),
-            r#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"foo","creationTimestamp":null,"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"foo\",\"creationTimestamp\":null},\"spec\":{},\"status\":{}}\n"}},"spec":{},"status":{}}"#
+            r#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"foo","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"foo\"},\"spec\":{},\"status\":{}}\n"}},"spec":{},"status":{}}"#
         );
     }
 }

@@ -120,7 +120,7 @@ pub fn container(name: &str, image: &str, command: &[String], port: Option<i32>)
 }
 
 fn template_meta(labels: Option<Obj>) -> Obj {
-    let mut m = Obj::new().with("creationTimestamp", Node::Null);
+    let mut m = Obj::new();
     if let Some(l) = labels {
         m.set("labels", l);
     }
@@ -196,7 +196,6 @@ pub fn job_from_cronjob(name: &str, namespace: &str, cronjob: &serde_json::Value
             .extend(a.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())));
     }
     let mut meta = Obj::new().with("name", name).with("namespace", namespace);
-    meta.set("creationTimestamp", Node::Null);
     if let Some(l) = template["metadata"]["labels"].as_object() {
         meta.set(
             "labels",
@@ -279,7 +278,7 @@ pub fn cronjob_object(
     command: &[String],
 ) -> Obj {
     let job_template = Obj::new()
-        .with("metadata", Obj::new().with("name", name).with("creationTimestamp", Node::Null))
+        .with("metadata", Obj::new().with("name", name))
         .with("spec", Obj::new().with("template", pod_template(name, image, command, restart)));
     let spec = Obj::new().with("schedule", schedule).with("jobTemplate", job_template);
     CRONJOB.head(metadata(name, namespace, None)).with("spec", spec).with("status", Obj::new())
@@ -386,7 +385,7 @@ mod tests {
         let d = deployment_object("web", None, &s(&["nginx"]), 2, 80, &s(&["sleep", "10"]));
         assert_eq!(
             Node::Obj(d).compact(),
-            r#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"web","creationTimestamp":null,"labels":{"app":"web"}},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"creationTimestamp":null,"labels":{"app":"web"}},"spec":{"containers":[{"name":"nginx","image":"nginx","command":["sleep","10"],"ports":[{"containerPort":80}],"resources":{}}]}},"strategy":{}},"status":{}}"#
+            r#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"web","labels":{"app":"web"}},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"nginx","image":"nginx","command":["sleep","10"],"ports":[{"containerPort":80}],"resources":{}}]}},"strategy":{}},"status":{}}"#
         );
     }
 
@@ -403,7 +402,7 @@ mod tests {
         let j = job_object("j", Some("ns"), "busybox", &s(&["echo", "hi"]));
         assert_eq!(
             Node::Obj(j).compact(),
-            r#"{"kind":"Job","apiVersion":"batch/v1","metadata":{"name":"j","namespace":"ns","creationTimestamp":null},"spec":{"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":[{"name":"j","image":"busybox","command":["echo","hi"],"resources":{}}],"restartPolicy":"Never"}}},"status":{}}"#
+            r#"{"kind":"Job","apiVersion":"batch/v1","metadata":{"name":"j","namespace":"ns"},"spec":{"template":{"metadata":{},"spec":{"containers":[{"name":"j","image":"busybox","command":["echo","hi"],"resources":{}}],"restartPolicy":"Never"}}},"status":{}}"#
         );
     }
 
@@ -412,7 +411,7 @@ mod tests {
         let c = cronjob_object("cj", None, "busybox", "*/1 * * * *", "OnFailure", &s(&["echo"]));
         assert_eq!(
             Node::Obj(c).compact(),
-            r#"{"kind":"CronJob","apiVersion":"batch/v1","metadata":{"name":"cj","creationTimestamp":null},"spec":{"schedule":"*/1 * * * *","jobTemplate":{"metadata":{"name":"cj","creationTimestamp":null},"spec":{"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":[{"name":"cj","image":"busybox","command":["echo"],"resources":{}}],"restartPolicy":"OnFailure"}}}}},"status":{}}"#
+            r#"{"kind":"CronJob","apiVersion":"batch/v1","metadata":{"name":"cj"},"spec":{"schedule":"*/1 * * * *","jobTemplate":{"metadata":{"name":"cj"},"spec":{"template":{"metadata":{},"spec":{"containers":[{"name":"cj","image":"busybox","command":["echo"],"resources":{}}],"restartPolicy":"OnFailure"}}}}},"status":{}}"#
         );
     }
 
@@ -440,7 +439,7 @@ mod tests {
         };
         assert_eq!(
             Node::Obj(pod_object(&p)).compact(),
-            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","creationTimestamp":null,"labels":{"run":"p"}},"spec":{"containers":[{"name":"p","image":"nginx","args":["a","b"],"ports":[{"containerPort":80}],"env":[{"name":"A","value":"1"}],"resources":{}}],"restartPolicy":"Never","dnsPolicy":"ClusterFirst"},"status":{}}"#
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","labels":{"run":"p"}},"spec":{"containers":[{"name":"p","image":"nginx","args":["a","b"],"ports":[{"containerPort":80}],"env":[{"name":"A","value":"1"}],"resources":{}}],"restartPolicy":"Never","dnsPolicy":"ClusterFirst"},"status":{}}"#
         );
         let cmd = PodSpec { command: true, labels: vec![("x".into(), "y".into())], ..p };
         let v = Node::Obj(pod_object(&cmd)).to_value();

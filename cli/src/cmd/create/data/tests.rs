@@ -49,7 +49,7 @@ fn files_directories_and_literals_become_keys() {
     let cm = Node::Obj(configmap_object("c", None, &entries)).compact();
     assert_eq!(
         cm,
-        r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","creationTimestamp":null},"data":{"a":"b","f.txt":"a=1\n","k":"a=1\n","k1":"hi\n"}}"#
+        r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},"data":{"a":"b","f.txt":"a=1\n","k":"a=1\n","k1":"hi\n"}}"#
     );
     let keyed_dir = sources(&[&format!("k={d}")], &[], &[]);
     assert_eq!(
@@ -106,7 +106,7 @@ fn binary_contents_go_to_binary_data_and_secrets_encode_everything() {
     let s = Node::Obj(secret_object("s", Some("ns"), &entries, Some("foo"))).compact();
     assert_eq!(
         s,
-        r#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"s","namespace":"ns","creationTimestamp":null},"data":{"bin":"//4=","x":"eQ=="},"type":"foo"}"#
+        r#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"s","namespace":"ns"},"data":{"bin":"//4=","x":"eQ=="},"type":"foo"}"#
     );
 }
 
@@ -115,5 +115,19 @@ fn a_docker_config_is_kubectls_json() {
     assert_eq!(
         docker_config("https://index.docker.io/v1/", "u", "p", Some("e")),
         r#"{"auths":{"https://index.docker.io/v1/":{"username":"u","password":"p","email":"e","auth":"dTpw"}}}"#
+    );
+}
+
+#[test]
+fn tls_pairs_need_a_certificate_and_a_key_as_go_words_it() {
+    let cert = b"-----BEGIN CERTIFICATE-----\nMII=\n-----END CERTIFICATE-----\n";
+    let key = b"-----BEGIN PRIVATE KEY-----\nMII=\n-----END PRIVATE KEY-----\n";
+    assert!(check_pem_pair(cert, key).is_ok());
+    let err = |c: &[u8], k: &[u8]| check_pem_pair(c, k).unwrap_err().to_string();
+    assert_eq!(err(b"a=1", key), "error: tls: failed to find any PEM data in certificate input");
+    assert_eq!(err(cert, b"a=1"), "error: tls: failed to find any PEM data in key input");
+    assert_eq!(
+        err(cert, cert),
+        "error: tls: found a certificate rather than a key in the PEM for the private key"
     );
 }
