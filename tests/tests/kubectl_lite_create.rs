@@ -50,6 +50,8 @@ const SCRIPT: &[&[&str]] = &[
     &["create", "configmap", "c5", "--from-file=missing.txt", DRY],
     &["create", "configmap", "c5", "--from-file=k=dir", DRY],
     &["create", "configmap", "c1", "--from-literal=a=b"],
+    &["create", "configmap", "hashed", "--from-file=dir", "--append-hash"],
+    &["create", "secret", "generic", "hashed", "--from-literal=a=b", "--append-hash", "-o", "name"],
     // secrets
     &["create", "secret", "generic", "s1", "--from-literal=password=hunter2", "--type=Opaque"],
     &["create", "secret", "generic", "s2", "--from-file=f.txt", DRY, "-o", "yaml"],

@@ -7,7 +7,7 @@ use std::path::Path;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
-use super::tree::Obj;
+use super::tree::{Node, Obj};
 use super::{Common, Kind, emit, enforced_namespace, metadata, one_name};
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
@@ -40,6 +40,9 @@ pub struct ConfigMapArgs {
     pub name: Vec<String>,
     #[command(flatten)]
     pub sources: Sources,
+    /// Append a hash of the configmap to its name.
+    #[arg(long)]
+    pub append_hash: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -63,6 +66,9 @@ pub struct GenericArgs {
     /// The type of secret to create
     #[arg(long = "type")]
     pub secret_type: Option<String>,
+    /// Append a hash of the secret to its name.
+    #[arg(long)]
+    pub append_hash: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -312,6 +318,11 @@ pub async fn configmap(f: &Factory, a: ConfigMapArgs) -> Result<()> {
     let name = one_name(&a.name, "configmap")?;
     let entries = read_sources(&a.sources, "ConfigMap", &name)?;
     let ns = enforced_namespace(f).await?;
+    let name = if a.append_hash {
+        hashed_name(&name, &configmap_hash_input(&name, &entries))
+    } else {
+        name
+    };
     let object = configmap_object(&name, ns.as_deref(), &entries);
     emit(f, &a.common, CONFIG_MAP, &name, object, Some("failed to create configmap: ")).await
 }
@@ -322,6 +333,12 @@ pub async fn secret(f: &Factory, s: Secret) -> Result<()> {
             let name = one_name(&a.name, "secret generic")?;
             let entries = read_sources(&a.sources, "Secret", &name)?;
             let ns = enforced_namespace(f).await?;
+            let name = if a.append_hash {
+                let kind = a.secret_type.as_deref().unwrap_or_default();
+                hashed_name(&name, &secret_hash_input(&name, kind, &entries))
+            } else {
+                name
+            };
             let o = secret_object(&name, ns.as_deref(), &entries, a.secret_type.as_deref());
             (name, o, a.common)
         }
@@ -393,6 +410,61 @@ pub fn check_pem_pair(cert: &[u8], key: &[u8]) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// What kubectl's `ConfigMapHash` hashes: the kind, name, data and binary data as Go marshals
+/// a map (keys sorted).
+pub fn configmap_hash_input(name: &str, entries: &[(String, Vec<u8>)]) -> String {
+    let mut data = Vec::new();
+    let mut binary = Vec::new();
+    for (k, v) in entries {
+        match std::str::from_utf8(v) {
+            Ok(s) => data.push((k.clone(), s.to_string())),
+            Err(_) => binary.push((k.clone(), STANDARD.encode(v))),
+        }
+    }
+    let mut o = Obj::new();
+    if !binary.is_empty() {
+        o.set("binaryData", Obj::map(binary));
+    }
+    o.set("data", Obj::map(data));
+    o.set("kind", "ConfigMap");
+    o.set("name", name);
+    Node::Obj(o).compact()
+}
+
+/// What kubectl's `SecretHash` hashes: data (base64), kind, name and type, keys sorted.
+pub fn secret_hash_input(name: &str, secret_type: &str, entries: &[(String, Vec<u8>)]) -> String {
+    let data = Obj::map(entries.iter().map(|(k, v)| (k.clone(), STANDARD.encode(v))));
+    Node::Obj(
+        Obj::new()
+            .with("data", data)
+            .with("kind", "Secret")
+            .with("name", name)
+            .with("type", secret_type),
+    )
+    .compact()
+}
+
+/// `NAME-<hash>`: the SHA-256 of `input` in hex, its first ten characters with vowels and
+/// look-alikes swapped as kubectl's `encodeHash` does.
+pub fn hashed_name(name: &str, input: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(input.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let suffix: String = hex
+        .chars()
+        .take(10)
+        .map(|c| match c {
+            '0' => 'g',
+            '1' => 'h',
+            '3' => 'k',
+            'a' => 'm',
+            'e' => 't',
+            c => c,
+        })
+        .collect();
+    format!("{name}-{suffix}")
 }
 
 fn tls_file(path: &str) -> Result<Vec<u8>> {

@@ -131,3 +131,15 @@ fn tls_pairs_need_a_certificate_and_a_key_as_go_words_it() {
         "error: tls: found a certificate rather than a key in the PEM for the private key"
     );
 }
+
+#[test]
+fn appended_hashes_are_kubectls() {
+    let lit = vec![("a".to_string(), b"b".to_vec())];
+    assert_eq!(hashed_name("c", &configmap_hash_input("c", &lit)), "c-m4h6ctkgb2");
+    let both = vec![("a".to_string(), b"b".to_vec()), ("bin".to_string(), vec![0xff, 0xfe])];
+    assert_eq!(hashed_name("c", &configmap_hash_input("c", &both)), "c-75ctf2h8hf");
+    assert_eq!(hashed_name("c", &configmap_hash_input("c", &[])), "c-94b26g54cg");
+    assert_eq!(hashed_name("s", &secret_hash_input("s", "", &lit)), "s-7fd2tm89d8");
+    assert_eq!(hashed_name("s", &secret_hash_input("s", "foo", &lit)), "s-76gkfd766k");
+    assert_eq!(hashed_name("s", &secret_hash_input("s", "", &[])), "s-6cmg28h685");
+}
