@@ -1,6 +1,7 @@
 //! `create configmap` and `create secret generic|tls|docker-registry`: keys and values from
 //! `--from-literal key=value`, `--from-file [key=]path` (a file, or each regular file of a
-//! directory), `--from-env-file` (`KEY=value` lines), read as kubectl reads them.
+//! directory), `--from-env-file` (`KEY=value` lines), read as kubectl reads them;
+//! `--append-hash` names as kubectl hashes them.
 
 use std::path::Path;
 
