@@ -188,14 +188,14 @@ fn pod_template(name: &str, image: &str, command: &[String], restart: &str) -> O
 }
 
 /// A Job from a CronJob's template, as `create job --from=cronjob/NAME` builds it.
-pub fn job_from_cronjob(name: &str, namespace: &str, cronjob: &serde_json::Value) -> Obj {
+pub fn job_from_cronjob(name: &str, namespace: Option<&str>, cronjob: &serde_json::Value) -> Obj {
     let template = &cronjob["spec"]["jobTemplate"];
     let mut annotations = vec![("cronjob.kubernetes.io/instantiate".to_string(), "manual".into())];
     if let Some(a) = template["metadata"]["annotations"].as_object() {
         annotations
             .extend(a.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())));
     }
-    let mut meta = Obj::new().with("name", name).with("namespace", namespace);
+    let mut meta = metadata(name, namespace, None);
     if let Some(l) = template["metadata"]["labels"].as_object() {
         meta.set(
             "labels",
@@ -249,14 +249,15 @@ pub async fn job(f: &Factory, a: JobArgs) -> Result<()> {
             let (resource, source) = from.split_once('/').unwrap_or((from.as_str(), ""));
             let r = f.resource(resource).await?;
             if r.group != "batch" || r.kind != "CronJob" {
+                // kubectl reads the object, then refuses its Go type.
                 return Err(CliError::Usage(format!(
-                    "from must be an existing cronjob: unknown object type {}",
-                    r.kind
+                    "unknown object type *{}.{}",
+                    r.version, r.kind
                 )));
             }
             let ns = f.namespace().await?;
             let cronjob = f.get_json(&cronjob_path(&ns, source)).await?;
-            job_from_cronjob(&name, &ns, &cronjob)
+            job_from_cronjob(&name, enforced_namespace(f).await?.as_deref(), &cronjob)
         }
         (None, None) => {
             return Err(CliError::Usage("either --image or --from must be specified".into()));
@@ -419,7 +420,7 @@ mod tests {
     fn a_job_from_a_cronjob_is_owned_by_it_and_marked_manual() {
         let cj = serde_json::json!({"metadata": {"name": "cj", "uid": "u1"},
             "spec": {"jobTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"backoffLimit": 2}}}});
-        let v = Node::Obj(job_from_cronjob("j", "default", &cj)).to_value();
+        let v = Node::Obj(job_from_cronjob("j", None, &cj)).to_value();
         assert_eq!(v["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"], "manual");
         assert_eq!(v["metadata"]["labels"]["a"], "b");
         assert_eq!(v["metadata"]["ownerReferences"][0]["uid"], "u1");
