@@ -7,7 +7,7 @@
 //! - [`builder`]: files, directories, stdin and `TYPE NAME` arguments → objects to act on.
 //! - [`printers`]: tables from the server's `Table`, `-o name|json|yaml|jsonpath|custom-columns`.
 //! - [`describe`]: kubectl's describers, one room per kind, and the generic one.
-//! - [`cmd`]: one room per command; [`errors`]: kubectl's error wording and exit codes.
+//! - [`cmd`]: one room per command (`create`'s generators in `cmd::create`); [`errors`]: kubectl's error wording and exit codes.
 //! - [`kubelet`]: node mode (`--kubelet URL`): a kubelet's own API, with no API server.
 //! - [`duration`]: Go durations in, kubectl's ages out.
 //! - [`watch`]: one object followed (list, then watch) until a step function says done.

@@ -25,6 +25,7 @@ pub mod podcmd;
 pub mod portforward;
 pub mod remotecommand;
 pub mod rollout;
+pub mod run;
 pub mod scale;
 pub mod taint;
 pub mod top;
@@ -53,8 +54,10 @@ struct Cli {
 enum Command {
     /// Display one or many resources.
     Get(get::Args),
-    /// Create a resource from a file or from stdin.
+    /// Create a resource from a file or from stdin (or with a generator: deployment, configmap, …).
     Create(create::Args),
+    /// Run a particular image on the cluster.
+    Run(run::Args),
     /// Apply a configuration to a resource by file name or stdin.
     Apply(apply::Args),
     /// Show details of a specific resource or group of resources.
@@ -159,6 +162,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
     match command {
         Command::Get(a) => get::run(f, a).await,
         Command::Create(a) => create::run(f, a).await,
+        Command::Run(a) => run::run(f, a).await,
         Command::Apply(a) => apply::run(f, a).await,
         Command::Describe(a) => describe::run(f, a).await,
         Command::Delete(a) => delete::run(f, a).await,

@@ -1,0 +1,209 @@
+//! `run NAME --image=IMAGE [-- ARGS]`: kubectl run's pod (built by
+//! [`create::workloads::pod_object`](crate::cmd::create::workloads::pod_object)), created under
+//! the `kubectl-run` field manager, or printed under `--dry-run=client`; `pod/NAME created`.
+//! Attaching (`-i`, `-t`, `--attach`, `--rm`) and `--expose` are not offered.
+
+use crate::cmd::create::workloads::{POD, PodSpec, pod_object};
+use crate::cmd::create::{self, Common};
+use crate::cmd::dryrun;
+use crate::errors::{CliError, Result};
+use crate::factory::Factory;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// NAME, then the container's arguments.
+    pub args: Vec<String>,
+    /// The container's arguments after `--`.
+    #[arg(last = true)]
+    pub rest: Vec<String>,
+    /// The image for the container to run.
+    #[arg(long)]
+    pub image: Option<String>,
+    /// The port that this container exposes.
+    #[arg(long)]
+    pub port: Option<String>,
+    /// Environment variables to set in the container.
+    #[arg(long)]
+    pub env: Vec<String>,
+    /// Comma separated labels to apply to the pod. Will override previous values.
+    #[arg(short = 'l', long)]
+    pub labels: Option<String>,
+    /// Annotations to apply to the pod.
+    #[arg(long)]
+    pub annotations: Vec<String>,
+    /// The restart policy for this Pod. Legal values [Always, OnFailure, Never].
+    #[arg(long, default_value = "Always")]
+    pub restart: String,
+    /// If true and extra arguments are present, use them as the 'command' field in the container.
+    #[arg(long)]
+    pub command: bool,
+    /// The image pull policy for the container.
+    #[arg(long)]
+    pub image_pull_policy: Option<String>,
+    /// If true, run the container in privileged mode.
+    #[arg(long)]
+    pub privileged: bool,
+    #[command(flatten)]
+    pub dry_run: dryrun::Flag,
+    /// Output format: json, yaml, name, jsonpath=….
+    #[arg(short = 'o', long)]
+    pub output: Option<String>,
+    /// Keep the configuration in the last-applied annotation, for a later `apply`.
+    #[arg(long)]
+    pub save_config: bool,
+    /// Name of the manager used to track field ownership.
+    #[arg(long, default_value = "kubectl-run")]
+    pub field_manager: String,
+}
+
+fn usage(message: &str) -> CliError {
+    CliError::Usage(format!("{message}\nSee 'kubectl run -h' for help and examples"))
+}
+
+/// `k=v,k2=v2` as kubectl's `ParseLabels`.
+pub fn parse_labels(spec: &str) -> Result<Vec<(String, String)>> {
+    spec.split(',')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !v.contains('=') => Ok((k.to_string(), v.to_string())),
+            _ => Err(CliError::Usage(format!("unexpected label spec: {pair}"))),
+        })
+        .collect()
+}
+
+/// `--env NAME=value` as kubectl's `parseEnvs`.
+pub fn parse_env(env: &str) -> Result<(String, String)> {
+    let invalid = || CliError::Usage(format!("invalid env: {env}"));
+    let (name, value) = env.split_once('=').ok_or_else(invalid)?;
+    let mut chars = name.chars();
+    let valid = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || matches!(c, '-' | '.' | '_'))
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    if !valid {
+        return Err(invalid());
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+/// The pod a command line asks for, checked as kubectl checks it.
+pub fn pod_spec(a: &Args) -> Result<PodSpec> {
+    if a.image.is_none() {
+        return Err(crate::cmd::create::required_flags(&["image"]));
+    }
+    let all: Vec<String> = a.args.iter().chain(&a.rest).cloned().collect();
+    let Some((name, args)) = all.split_first().filter(|_| !a.args.is_empty()) else {
+        return Err(usage("NAME is required for run"));
+    };
+    let image = a.image.clone().unwrap_or_default();
+    if image.is_empty() {
+        return Err(CliError::Usage("--image is required".into()));
+    }
+    if image.chars().any(char::is_whitespace) {
+        return Err(CliError::Usage(format!(
+            "Invalid image name \"{image}\": invalid reference format"
+        )));
+    }
+    if !["Always", "OnFailure", "Never"].contains(&a.restart.as_str()) {
+        return Err(usage(&format!("invalid restart policy: {}", a.restart)));
+    }
+    if let Some(p) = &a.image_pull_policy
+        && !["Always", "IfNotPresent", "Never", ""].contains(&p.as_str())
+    {
+        return Err(usage(&format!(
+            "invalid image pull policy: {p}. Valid values are: Always, IfNotPresent, Never"
+        )));
+    }
+    let port = match a.port.as_deref().filter(|p| !p.is_empty()) {
+        Some(p) => Some(p.parse::<i32>().map_err(|_| {
+            CliError::Usage(format!("strconv.Atoi: parsing {p:?}: invalid syntax"))
+        })?),
+        None => None,
+    };
+    let labels = match a.labels.as_deref().filter(|l| !l.is_empty()) {
+        Some(l) => parse_labels(l)?,
+        None => Vec::new(),
+    };
+    let annotations = a
+        .annotations
+        .iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| CliError::Usage(format!("invalid annotation spec: {s}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let env = a.env.iter().map(|e| parse_env(e)).collect::<Result<Vec<_>>>()?;
+    Ok(PodSpec {
+        name: name.clone(),
+        image,
+        labels,
+        annotations,
+        env,
+        port,
+        restart: a.restart.clone(),
+        args: args.to_vec(),
+        command: a.command,
+        image_pull_policy: a.image_pull_policy.clone().filter(|p| !p.is_empty()),
+        privileged: a.privileged,
+        ..PodSpec::default()
+    })
+}
+
+pub async fn run(f: &Factory, a: Args) -> Result<()> {
+    let spec = pod_spec(&a)?;
+    let common = Common {
+        dry_run: a.dry_run,
+        output: a.output,
+        save_config: a.save_config,
+        field_manager: a.field_manager,
+        validate: "strict".into(),
+    };
+    create::emit(f, &common, POD, &spec.name, pod_object(&spec), None).await
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: Args,
+    }
+
+    fn spec(argv: &[&str]) -> Result<PodSpec> {
+        let cli = Cli::try_parse_from(std::iter::once("run").chain(argv.iter().copied())).unwrap();
+        pod_spec(&cli.a)
+    }
+
+    #[test]
+    fn arguments_after_the_name_are_the_containers() {
+        let s = spec(&["p", "--image=nginx", "--", "sleep", "1"]).unwrap();
+        assert_eq!((s.name.as_str(), s.args.clone()), ("p", vec!["sleep".into(), "1".into()]));
+        let s = spec(&["p", "--image=nginx", "--command", "--restart=Never", "--", "a"]).unwrap();
+        assert!(s.command);
+        assert_eq!(s.restart, "Never");
+    }
+
+    #[test]
+    fn bad_input_is_refused_as_kubectl_words_it() {
+        let err = |argv: &[&str]| spec(argv).unwrap_err().to_string();
+        assert_eq!(
+            err(&["--image=x"]),
+            "error: NAME is required for run\nSee 'kubectl run -h' for help and examples"
+        );
+        assert_eq!(err(&["p"]), "error: required flag(s) \"image\" not set");
+        assert_eq!(err(&["p", "--image="]), "error: --image is required");
+        assert_eq!(
+            err(&["p", "--image=x", "--restart=Sometimes"]),
+            "error: invalid restart policy: Sometimes\nSee 'kubectl run -h' for help and examples"
+        );
+        assert_eq!(err(&["p", "--image=x", "--env=NOEQUALS"]), "error: invalid env: NOEQUALS");
+        assert_eq!(err(&["p", "--image=x", "--env=1A=b"]), "error: invalid env: 1A=b");
+        assert_eq!(err(&["p", "--image=x", "--labels=a"]), "error: unexpected label spec: a");
+        assert_eq!(
+            err(&["p", "--image=x", "--port=http"]),
+            "error: strconv.Atoi: parsing \"http\": invalid syntax"
+        );
+    }
+}
