@@ -180,6 +180,15 @@ async fn under_disk_pressure_a_new_pod_is_turned_away_as_evicted() {
     })
     .await
     .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    // Admission reads the pressure the eviction manager published at its first round (which
+    // waits for the sources' first pods, as upstream's manager starts without conditions);
+    // the round logs what it found under pressure.
+    eventually("the eviction manager's first round", WAIT, POLL, || {
+        let log = cluster.kubelet.log_tail(2000);
+        async move { log.contains("kubelet::eviction::manager").then_some(()) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
     let pods: Api<Pod> = Api::namespaced(client, "default");
     pods.create(&PostParams::default(), &pod("turned-away", serde_json::json!({}), None))
         .await
