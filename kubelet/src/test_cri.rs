@@ -1,12 +1,19 @@
 //! What the kubelet's tests against the fake runtime share: pods and containers made over CRI
 //! as the kubelet makes them (a sandbox per pod in `default`, its logs under a directory, each
-//! container's log at `<name>/0.log`).
+//! container's log at `<name>/0.log`), and the node's files under a temp root ([`put`]).
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::path::Path;
 
 use proto::{CriClient, cri};
+
+/// Writes `text` at `path` under `root`, making the directories (`proc/meminfo`, …).
+pub fn put(root: &Path, path: &str, text: &str) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
 
 /// Runs the sandbox of pod `name` (uid `uid-<name>`), its logs under `log_dir` when given.
 pub async fn sandbox(cri: &CriClient, name: &str, log_dir: Option<&Path>) -> String {

@@ -34,6 +34,7 @@ use crate::lifecycle::eviction::{REASON, is_critical};
 use crate::metrics::KubeletMetrics;
 use crate::node_status::machine::ReadingSource;
 use crate::runtime::images::gc::ImageGcManager;
+use crate::runtime::remove_container_and_logs;
 use crate::stats::StatsProvider;
 use crate::stats::summary::{FsStats, PodStats, Summary};
 use crate::status::{PodFailure, StatusManager};
@@ -318,17 +319,12 @@ impl EvictionManager {
                     verbose: false,
                 })
                 .await;
-            let log = status.ok().and_then(|s| s.status).map(|s| s.log_path);
-            let req = cri::RemoveContainerRequest { container_id: c.id.clone() };
-            if let Err(e) = self.cri.remove_container(req).await {
-                tracing::warn!(container = %c.id, error = %e, "eviction manager: removing a dead container");
-                continue;
-            }
-            removed += 1;
-            if let Some(log) = log.filter(|l| !l.is_empty())
-                && let Err(e) = crate::logs::rotate::remove_all(Path::new(&log))
-            {
-                tracing::warn!(container = %c.id, error = %e, "removing a dead container's logs");
+            let log = status.ok().and_then(|s| s.status).map(|s| s.log_path).unwrap_or_default();
+            match remove_container_and_logs(&self.cri, &c.id, &log).await {
+                Ok(()) => removed += 1,
+                Err(e) => {
+                    tracing::warn!(container = %c.id, error = %e, "eviction manager: removing a dead container")
+                }
             }
         }
         removed

@@ -10,7 +10,7 @@
 //! admitted again as before.
 
 use api::qos::{QosClass, pod_qos};
-use k8s_openapi::api::core::v1::{Pod, Taint};
+use k8s_openapi::api::core::v1::{Pod, PodSpec, Taint};
 
 use super::Rejection;
 use crate::config::Source;
@@ -35,8 +35,9 @@ pub fn admit(pod: &Pod, pressures: &[Pressure]) -> Result<(), Rejection> {
         return Ok(());
     }
     if pressures == [Pressure::Memory] {
-        let spec = pod.spec.clone().unwrap_or_default();
-        if pod_qos(&spec) != QosClass::BestEffort {
+        let empty = PodSpec::default();
+        let spec = pod.spec.as_ref().unwrap_or(&empty);
+        if pod_qos(spec) != QosClass::BestEffort {
             return Ok(());
         }
         let taint = Taint {

@@ -357,20 +357,8 @@ impl RuntimeManager {
             if seen.insert(c.name.as_str()) {
                 continue;
             }
-            let removed = self
-                .cri
-                .remove_container(cri::RemoveContainerRequest { container_id: c.id.clone() })
-                .await;
-            match removed {
-                Err(e) => {
-                    tracing::debug!(container = %c.id, error = %e, "removing an old dead container")
-                }
-                Ok(_) if !c.log_path.is_empty() => {
-                    if let Err(e) = crate::logs::rotate::remove_all(Path::new(&c.log_path)) {
-                        tracing::warn!(container = %c.id, error = %e, "removing a dead container's logs");
-                    }
-                }
-                Ok(_) => {}
+            if let Err(e) = remove_container_and_logs(&self.cri, &c.id, &c.log_path).await {
+                tracing::debug!(container = %c.id, error = %e, "removing an old dead container");
             }
         }
     }
@@ -383,6 +371,23 @@ impl RuntimeManager {
             .gc(std::time::SystemTime::now());
         self.images.gc();
     }
+}
+
+/// Removes a container and then its log files, rotated ones included (upstream's
+/// `removeContainer` with `removeContainerLog`); `log_path` empty when it has none. A log that
+/// cannot be removed is logged: the container is gone either way.
+pub async fn remove_container_and_logs(
+    cri: &CriClient,
+    id: &str,
+    log_path: &str,
+) -> Result<(), CallError> {
+    cri.remove_container(cri::RemoveContainerRequest { container_id: id.to_string() }).await?;
+    if !log_path.is_empty()
+        && let Err(e) = crate::logs::rotate::remove_all(Path::new(log_path))
+    {
+        tracing::warn!(container = id, error = %e, "removing a dead container's logs");
+    }
+    Ok(())
 }
 
 fn remove_dir_logged(dir: &std::path::Path) {

@@ -1,11 +1,10 @@
 //! The provider against the fake runtime over a real socket, the node read from a temp dir.
 
-use std::path::Path;
-
 use fake_cri::{FakeCriServer, Rpc, Usage};
 use proto::{ClientOptions, CriClient};
 
 use super::*;
+use crate::test_cri::put;
 
 const IMAGE: &str = "busybox:1.35";
 
@@ -13,12 +12,6 @@ struct Rig {
     dir: tempfile::TempDir,
     fake: FakeCriServer,
     provider: StatsProvider,
-}
-
-fn put(root: &Path, path: &str, text: &str) {
-    let p = root.join(path);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
 }
 
 impl Rig {

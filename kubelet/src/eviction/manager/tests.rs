@@ -9,6 +9,7 @@ use proto::{ClientOptions, CriClient, cri};
 use super::*;
 use crate::eviction::ThresholdValue;
 use crate::runtime::images::gc::ImageGcPolicy;
+use crate::test_cri::put;
 
 const IMAGE: &str = "busybox:1.35";
 
@@ -61,12 +62,6 @@ struct Rig {
     fake: FakeCriServer,
     cri: CriClient,
     statuses: Arc<StatusManager>,
-}
-
-fn put(root: &Path, path: &str, text: &str) {
-    let p = root.join(path);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
 }
 
 impl Rig {
