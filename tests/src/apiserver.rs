@@ -287,3 +287,19 @@ impl Drop for ApiServer {
         }
     }
 }
+
+/// One command's stdout, stderr and exit code through kubectl-lite and through kubectl (each
+/// already masked as the script masks them): `None` when they agree, else both, for the
+/// failure message.
+pub fn difference(
+    args: &[&str],
+    (lo, le, lc): (String, String, Option<i32>),
+    (ro, re, rc): (String, String, Option<i32>),
+) -> Option<String> {
+    (lo != ro || le != re || lc != rc).then(|| {
+        format!(
+            "kubectl {}:\n--- kubectl-lite (exit {lc:?})\n{lo}{le}--- kubectl (exit {rc:?})\n{ro}{re}",
+            args.join(" ")
+        )
+    })
+}

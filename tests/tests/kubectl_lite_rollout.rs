@@ -239,14 +239,7 @@ impl Drop for Background {
 }
 
 fn difference(args: &[&str], lite: &Output, real: &Output) -> Option<String> {
-    let (lo, le, lc) = text(lite);
-    let (ro, re, rc) = text(real);
-    (lo != ro || le != re || lc != rc).then(|| {
-        format!(
-            "kubectl {}:\n--- kubectl-lite (exit {lc:?})\n{lo}{le}--- kubectl (exit {rc:?})\n{ro}{re}",
-            args.join(" ")
-        )
-    })
+    e2e::apiserver::difference(args, text(lite), text(real))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
