@@ -60,3 +60,14 @@ pub const DAEMONSET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.g
 /// the apiserver refuses mirror pods that reference ConfigMaps or Secrets (upstream's
 /// NodeRestriction); JSON, as [`STATIC_CONFIG`]'s writer documents.
 pub const STATIC_CONFIG: &str = "kubelet-rs.io/static-config";
+
+/// Ours, on a static pod (and so on its sandbox and mirror): `v1:<digest>` of what must stay
+/// the same for an edited manifest to keep the pod's UID, the fields an API pod cannot change
+/// (all but labels, annotations, images, `activeDeadlineSeconds` and tolerations). The version
+/// says which fields were compared, so a later build can read what an older one recorded.
+pub const STATIC_IDENTITY: &str = "kubelet-rs.io/identity";
+
+/// Ours, on a static pod and its mirror: a digest of the manifest's whole content, which
+/// changes with every edit, so a mirror is replaced when a label or image changes while the
+/// static pod keeps its UID.
+pub const STATIC_CONTENT: &str = "kubelet-rs.io/content-hash";

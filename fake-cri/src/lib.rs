@@ -14,9 +14,11 @@
 //! - `records`: records by id with truncated-id lookup and a label index.
 //! - `service`: the gRPC trait implementations (faults, then the operation).
 //! - `logs`: CRI-format log lines.
+//! - `import`: pods another kubelet made, replayed from `crictl inspectp`/`inspect` output.
 //! - `stats`: `ListContainerStats` and `ListPodSandboxStats` from the [`Usage`] tests set.
 
 mod images;
+mod import;
 mod ipam;
 mod logs;
 mod program;
@@ -38,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use images::{ImageRef, InvalidRef};
+pub use import::{ImportError, Imported};
 pub use ipam::{InvalidCidr, PodCidr};
 pub use logs::rfc3339_nanos;
 pub use program::{ExecHandler, ExecOutcome, Match, OnSigterm, Program, Stream};

@@ -35,6 +35,7 @@ use crate::objects::{ObjectManager, ObjectSources};
 use crate::pleg::{self, Pleg, PlegHealth, RuntimePods};
 use crate::pod_workers::{PodWorkers, WorkQueue, WorkerContext};
 use crate::prober::{ProbeManager, ProbeResults, ProberContext};
+use crate::runtime::adoption;
 use crate::runtime::{RuntimeConfig, RuntimeManager};
 use crate::server::{self, ServerState};
 use crate::stats::StatsProvider;
@@ -251,11 +252,21 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let mut expected = Vec::new();
     if let Some(dir) = &config.static_pod_path {
         expected.push(Source::File);
+        // Read once, before the first manifest is: the pods a kubelet (this one before a
+        // restart, another build, upstream's) left running, to adopt those that match.
+        let running = match adoption::running_pods(&cri, Source::File.as_str()).await {
+            Ok(running) => running,
+            Err(error) => {
+                tracing::warn!(%error, "listing the running static pods to adopt; none is adopted");
+                Vec::new()
+            }
+        };
         let source = FileSource {
             dir: dir.clone(),
             node_name: config.node_name.clone(),
             period: config.file_check_frequency,
             recorder: recorder.clone(),
+            running,
         };
         tasks.spawn(source.run(sets_tx.clone(), manifests_tx, child.clone()));
     }

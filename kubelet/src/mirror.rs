@@ -57,12 +57,16 @@ fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
     pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
 }
 
-/// Whether `mirror` reflects this version of `static_pod` and is not being deleted.
+/// Whether `mirror` reflects this version of `static_pod` and is not being deleted: it names
+/// the static pod's UID (`config.hash`) and its content, which changes with an edit that keeps
+/// the UID ([`crate::config::identity`]).
 pub fn is_mirror_of(mirror: &Pod, static_pod: &Pod) -> bool {
     mirror.metadata.deletion_timestamp.is_none()
         && annotation(mirror, api::keys::CONFIG_MIRROR).is_some()
         && annotation(mirror, api::keys::CONFIG_MIRROR)
             == annotation(static_pod, api::keys::CONFIG_HASH)
+        && annotation(mirror, api::keys::STATIC_CONTENT)
+            == annotation(static_pod, api::keys::STATIC_CONTENT)
 }
 
 /// Why a mirror pod is deleted.

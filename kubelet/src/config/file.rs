@@ -22,9 +22,11 @@ use tokio_util::sync::CancellationToken;
 use super::dir::{DirFiles, Entry, Reasons};
 pub use super::dir::{IgnoreReason, ManifestReport, ManifestState, classify};
 use super::dir_watch::DirWatch;
+use super::identity::Identities;
 use super::manifest::{self, StaticPod};
 use super::{Source, SourceSet};
 use crate::events::{ObjectRef, Recorder};
+use crate::runtime::adoption::RunningPod;
 
 const REASONS: Reasons = Reasons {
     what: "static pod path",
@@ -37,16 +39,32 @@ const REASONS: Reasons = Reasons {
     missing_is_normal: false,
 };
 
-/// The manifest directory's state: what each file holds.
+/// The manifest directory's state: what each file holds, and the UIDs its pods run under.
 #[derive(Debug)]
 pub struct ManifestDir {
     files: DirFiles<StaticPod>,
     node_name: String,
+    identities: Identities,
 }
 
 impl ManifestDir {
     pub fn new(dir: PathBuf, node_name: String, recorder: Recorder) -> Self {
-        Self { files: DirFiles::new(dir, recorder, REASONS), node_name }
+        Self::adopting(dir, node_name, recorder, Vec::new())
+    }
+
+    /// As [`Self::new`], adopting the file-sourced pods the runtime already runs that match
+    /// their manifests ([`Identities`]).
+    pub fn adopting(
+        dir: PathBuf,
+        node_name: String,
+        recorder: Recorder,
+        running: Vec<RunningPod>,
+    ) -> Self {
+        Self {
+            files: DirFiles::new(dir, recorder, REASONS),
+            node_name,
+            identities: Identities::new(running),
+        }
     }
 
     /// Reads one manifest; unknown fields are warned about.
@@ -94,8 +112,11 @@ impl ManifestDir {
         self.files.apply(batch, &mut read);
     }
 
-    /// The pods to run (first accepted wins a name) and the per-file report.
-    pub fn desired(&self) -> (Vec<Pod>, Vec<ManifestReport>) {
+    /// The pods to run (first accepted wins a name), under the UIDs [`Identities`] gives
+    /// them, and the per-file report.
+    pub fn desired(&mut self) -> (Vec<Pod>, Vec<ManifestReport>) {
+        let entries = self.files.entries();
+        self.identities.retain(|p| entries.contains_key(p));
         let mut candidates: Vec<(u64, &Path, &StaticPod, bool)> = Vec::new();
         let mut reports: HashMap<PathBuf, ManifestReport> = HashMap::new();
         for report in self.files.problem_reports() {
@@ -135,7 +156,9 @@ impl ManifestDir {
                 continue;
             }
             owners.insert(key, path);
-            pods.push(sp.pod.clone());
+            let mut pod = sp.pod.clone();
+            self.identities.resolve(path, &mut pod);
+            pods.push(pod);
             if !kept {
                 reports.insert(
                     path.to_path_buf(),
@@ -161,6 +184,8 @@ pub struct FileSource {
     pub node_name: String,
     pub period: Duration,
     pub recorder: Recorder,
+    /// The file-sourced pods the runtime ran at start, which may be adopted.
+    pub running: Vec<RunningPod>,
 }
 
 impl FileSource {
@@ -171,7 +196,8 @@ impl FileSource {
         stop: CancellationToken,
     ) {
         let mut watch = DirWatch::new(self.dir.clone(), self.period, REASONS.what);
-        let mut state = ManifestDir::new(self.dir, self.node_name, self.recorder);
+        let mut state =
+            ManifestDir::adopting(self.dir, self.node_name, self.recorder, self.running);
         // What was last sent, as (UID, content digest) pairs, not a second copy of every pod.
         let mut last_sent: Option<Vec<(String, [u8; 32])>> = None;
         while let Some(batch) = watch.next(&stop).await {
@@ -211,7 +237,7 @@ mod tests {
         POD.replace("NAME", name)
     }
 
-    fn names(dir: &ManifestDir) -> Vec<String> {
+    fn names(dir: &mut ManifestDir) -> Vec<String> {
         dir.desired().0.iter().map(|p| p.metadata.name.clone().unwrap_or_default()).collect()
     }
 
@@ -249,7 +275,7 @@ mod tests {
         std::fs::create_dir(d.join("sub")).unwrap();
         let mut m = ManifestDir::new(d.to_path_buf(), "node".into(), Recorder::default());
         m.rescan();
-        assert_eq!(names(&m), ["a-node"]);
+        assert_eq!(names(&mut m), ["a-node"]);
         let (_, reports) = m.desired();
         assert_eq!(state_of(&reports, "/a.yaml").state, ManifestState::Accepted);
         assert_eq!(state_of(&reports, "a.yaml.bak").state, ManifestState::Ignored);
@@ -330,7 +356,41 @@ mod tests {
         std::fs::write(&f, pod("web").replace("1.35", "1.36")).unwrap();
         m.load(&f);
         let (pods, _) = m.desired();
-        assert_ne!(pods[0].metadata.uid, first_uid, "the valid replacement takes over");
+        let image = pods[0].spec.as_ref().unwrap().containers[0].image.as_deref();
+        assert_eq!(image, Some("busybox:1.36"), "the valid replacement takes over");
+        assert_eq!(pods[0].metadata.uid, first_uid, "an image edit keeps the pod's identity");
+    }
+
+    #[test]
+    fn an_edit_keeps_the_uid_unless_it_changes_what_an_api_pod_could_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join("web.yaml");
+        let mut m = ManifestDir::new(tmp.path().to_path_buf(), "n".into(), Recorder::default());
+        let read = |m: &mut ManifestDir, text: &str| {
+            std::fs::write(&f, text).unwrap();
+            m.load(&f);
+            m.desired().0.remove(0)
+        };
+        let first = read(&mut m, &pod("web"));
+        let uid = first.metadata.uid.clone().unwrap();
+        let a = |p: &Pod, k: &str| p.metadata.annotations.as_ref().unwrap()[k].clone();
+        assert_eq!(a(&first, api::keys::CONFIG_HASH), uid);
+        let labelled =
+            read(&mut m, &pod("web").replace("name: web", "name: web\n  labels: {a: b}"));
+        assert_eq!(labelled.metadata.labels.as_ref().unwrap()["a"], "b");
+        assert_eq!(labelled.metadata.uid.as_deref(), Some(uid.as_str()), "a label keeps it");
+        assert_eq!(a(&labelled, api::keys::CONFIG_HASH), uid);
+        assert_eq!(a(&labelled, api::keys::STATIC_IDENTITY), a(&first, api::keys::STATIC_IDENTITY));
+        assert_ne!(
+            a(&labelled, api::keys::STATIC_CONTENT),
+            a(&first, api::keys::STATIC_CONTENT),
+            "the content hash follows every edit, so the mirror does"
+        );
+        let renamed_port =
+            read(&mut m, &pod("web").replace("image:", "ports: [{containerPort: 80}]\n    image:"));
+        assert_ne!(renamed_port.metadata.uid.as_deref(), Some(uid.as_str()), "a port does not");
+        let back = read(&mut m, &pod("web"));
+        assert_eq!(back.metadata.uid.as_deref(), Some(uid.as_str()), "the content's UID again");
     }
 
     #[test]
@@ -371,7 +431,7 @@ mod tests {
         assert_eq!(state_of(&reports, "half.yaml").state, ManifestState::Writing);
         std::fs::write(&f, pod("half")).unwrap();
         m.load(&f); // close-after-write
-        assert_eq!(names(&m), ["half-n"]);
+        assert_eq!(names(&mut m), ["half-n"]);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! - [`manifest`]: reading one static pod manifest.
 //! - [`dir`]: a watched directory's files and the rules for reading them; [`dir_watch`]: its
 //!   inotify watch and rescans (both shared with the node-local object source).
-//! - [`file`]: the static pod directory source.
+//! - [`file`]: the static pod directory source; [`identity`]: which UID a static pod runs
+//!   under (kept across in-place edits, adopted from the runtime at start).
 //! - [`apiserver`]: pods bound to this node, from the apiserver.
 //! - [`mux`]: merges sources into `PodUpdate`s (ADD, UPDATE, REMOVE, RECONCILE, DELETE).
 
@@ -14,6 +15,7 @@ pub mod dir;
 pub mod dir_watch;
 pub use api::duration;
 pub mod file;
+pub mod identity;
 pub mod kubelet_config;
 pub mod manifest;
 pub mod mux;

@@ -33,6 +33,24 @@ pub fn repository(image: &str) -> String {
     format!("{domain}/{remainder}")
 }
 
+/// The image fully spelled: [`repository`] with its tag (`latest` when neither a tag nor a
+/// digest is given) or digest, so `busybox` and `docker.io/library/busybox:latest` compare
+/// equal.
+pub fn normalized(image: &str) -> String {
+    let (name, digest) = match image.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (image, None),
+    };
+    let last_slash = name.rfind('/').map_or(0, |i| i + 1);
+    let tag = name[last_slash..].rfind(':').map(|i| &name[last_slash + i + 1..]);
+    let repository = repository(image);
+    match (tag, digest) {
+        (_, Some(d)) => format!("{repository}@{d}"),
+        (Some(t), None) => format!("{repository}:{t}"),
+        (None, None) => format!("{repository}:latest"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,5 +66,15 @@ mod tests {
         assert_eq!(repository("127.0.0.1:5000/team/app@sha256:ab"), "127.0.0.1:5000/team/app");
         assert_eq!(repository("quay.io/a/b:c@sha256:ab"), "quay.io/a/b");
         assert_eq!(repository("localhost:5000/x"), "localhost:5000/x");
+    }
+
+    #[test]
+    fn images_spelled_differently_normalize_alike() {
+        assert_eq!(normalized("busybox"), "docker.io/library/busybox:latest");
+        assert_eq!(normalized("docker.io/library/busybox:latest"), normalized("busybox"));
+        assert_eq!(normalized("busybox:1.35"), "docker.io/library/busybox:1.35");
+        assert_eq!(normalized("localhost:5000/x"), "localhost:5000/x:latest");
+        assert_eq!(normalized("quay.io/a/b:c@sha256:ab"), "quay.io/a/b@sha256:ab");
+        assert_ne!(normalized("busybox:1.35"), normalized("busybox:1.36"));
     }
 }

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use super::container::container_hash;
 use super::status::{ContainerInfo, ContainerState, PodRuntimeStatus};
 use crate::prober::{ProbeKind, ProbeResult, ProbeResults, probe_grace};
 
@@ -86,6 +85,16 @@ fn sandbox_changed(pod: &Pod, status: &PodRuntimeStatus) -> (bool, u32, Option<S
         return (true, next, Some(newest.id.clone()));
     }
     (false, newest.attempt, Some(newest.id.clone()))
+}
+
+/// Upstream's container hash decision (1.31+, `HashContainer` over the name and image only):
+/// a running container is replaced when its spec names another image. Nothing else of a
+/// container can change in place (the API refuses it; a static pod whose other fields change
+/// gets a new UID, [`crate::config::identity`]), so a kubelet whose defaulting or encoding
+/// differs restarts nothing.
+fn changed(c: &Container, s: &ContainerInfo) -> bool {
+    use crate::credentialprovider::reference::normalized;
+    normalized(c.image.as_deref().unwrap_or_default()) != normalized(&s.image)
 }
 
 fn init_failed(c: &ContainerInfo) -> bool {
@@ -190,7 +199,7 @@ fn init_container_actions(
                 } else if !previously_initialized {
                     to_start.push(i + 1);
                 }
-                if s.hash != container_hash(c) {
+                if changed(c, s) {
                     let message = format!("Init container {} definition changed", c.name);
                     actions.containers_to_kill.push(kill(
                         s,
@@ -309,7 +318,7 @@ pub fn compute_pod_actions(
             }
             continue;
         };
-        let (reason, mut message, mut restart) = if s.hash != container_hash(c) {
+        let (reason, mut message, mut restart) = if changed(c, s) {
             let message = format!("Container {} definition changed", c.name);
             (KillReason::SpecChanged, message, true)
         } else if let Some(kind) = probes.failed(c, &s.id) {

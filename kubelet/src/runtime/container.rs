@@ -16,11 +16,17 @@ use sha2::{Digest, Sha256};
 pub const CPU_PERIOD_US: i64 = 100_000;
 const MIN_SHARES: i64 = 2;
 
-/// The hash recorded in `io.kubernetes.container.hash`: any change of the container's spec
-/// changes it, and it is stable across kubelet restarts.
+/// The hash recorded in `io.kubernetes.container.hash`: over the name and image, what
+/// upstream's `HashContainer` covers since 1.31 (its value is not upstream's: theirs hashes a
+/// Go object dump). Informational: whether a container is replaced is decided by comparing
+/// its recorded image ([`super::actions`]), so a container made by another kubelet is judged
+/// the same way.
 pub fn container_hash(c: &Container) -> String {
-    let digest = Sha256::digest(serde_json::to_vec(c).unwrap_or_default());
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    let mut h = Sha256::new();
+    h.update(c.name.as_bytes());
+    h.update([0]);
+    h.update(c.image.as_deref().unwrap_or_default().as_bytes());
+    h.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Upstream's `$(VAR)` expansion: defined names are replaced, `$$` escapes, undefined

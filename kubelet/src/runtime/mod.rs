@@ -13,6 +13,7 @@
 //! pod's volumes ([`crate::volume`]); [`logs`] reads container logs in the CRI format.
 
 pub mod actions;
+pub mod adoption;
 pub mod backoff;
 pub mod container;
 pub mod env;

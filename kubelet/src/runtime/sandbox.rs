@@ -98,6 +98,26 @@ pub fn namespace_options(pod: &Pod) -> cri::NamespaceOption {
     }
 }
 
+/// The host ports the pod's containers ask for, as CRI port mappings.
+pub fn port_mappings(pod: &Pod) -> Vec<cri::PortMapping> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter(|p| p.host_port.is_some_and(|h| h > 0))
+        .map(|p| cri::PortMapping {
+            protocol: match p.protocol.as_deref() {
+                Some("UDP") => cri::Protocol::Udp as i32,
+                Some("SCTP") => cri::Protocol::Sctp as i32,
+                _ => cri::Protocol::Tcp as i32,
+            },
+            container_port: p.container_port,
+            host_port: p.host_port.unwrap_or(0),
+            host_ip: p.host_ip.clone().unwrap_or_default(),
+        })
+        .collect()
+}
+
 /// Builds the sandbox config for `pod` at `attempt`.
 pub fn sandbox_config(
     pod: &Pod,
@@ -116,22 +136,7 @@ pub fn sandbox_config(
     labels.insert(keys::POD_NAMESPACE.into(), m.namespace.clone().unwrap_or_default());
     labels.insert(keys::POD_UID.into(), m.uid.clone().unwrap_or_default());
     let annotations = m.annotations.clone().unwrap_or_default().into_iter().collect();
-    let port_mappings = spec
-        .into_iter()
-        .flat_map(|s| s.containers.iter())
-        .flat_map(|c| c.ports.iter().flatten())
-        .filter(|p| p.host_port.is_some_and(|h| h > 0))
-        .map(|p| cri::PortMapping {
-            protocol: match p.protocol.as_deref() {
-                Some("UDP") => cri::Protocol::Udp as i32,
-                Some("SCTP") => cri::Protocol::Sctp as i32,
-                _ => cri::Protocol::Tcp as i32,
-            },
-            container_port: p.container_port,
-            host_port: p.host_port.unwrap_or(0),
-            host_ip: p.host_ip.clone().unwrap_or_default(),
-        })
-        .collect();
+    let port_mappings = port_mappings(pod);
     let pod_sc = spec.and_then(|s| s.security_context.as_ref());
     cri::PodSandboxConfig {
         metadata: Some(cri::PodSandboxMetadata {
