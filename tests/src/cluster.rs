@@ -93,6 +93,15 @@ impl StandaloneNode {
         Ok(Self { containerd: Some(containerd), kubelet, cri })
     }
 
+    /// Every sandbox the runtime holds.
+    pub async fn sandboxes(&self) -> Vec<proto::cri::PodSandbox> {
+        let req = proto::cri::ListPodSandboxRequest { filter: None };
+        match self.cri.list_pod_sandbox(req).await {
+            Ok(r) => r.items,
+            Err(e) => self.fail(format!("ListPodSandbox: {e}")),
+        }
+    }
+
     /// Fails the test with `what` and the tail of the kubelet's log.
     pub fn fail(&self, what: impl std::fmt::Display) -> ! {
         panic!("{what}\nkubelet log:\n{}", self.kubelet.log_tail(60))

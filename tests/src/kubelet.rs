@@ -32,6 +32,15 @@ pub fn kubelet_binary() -> anyhow::Result<PathBuf> {
 /// memory keeps upstream's default. Tests of those features set them with flags.
 pub const DISK_SETTINGS: &str = "evictionHard:\n  memory.available: 100Mi\n  nodefs.available: \"0%\"\n  nodefs.inodesFree: \"0%\"\n  imagefs.available: \"0%\"\nimageGCHighThresholdPercent: 100\n";
 
+/// What a kubelet needs of its runtime: a directory to keep its own state under, the CRI
+/// endpoint and the cgroup parent of pods.
+#[derive(Debug, Clone)]
+pub struct RuntimeSide {
+    pub dir: PathBuf,
+    pub endpoint: String,
+    pub cgroup_parent: String,
+}
+
 #[derive(Debug)]
 pub struct Kubelet {
     dir: PathBuf,
@@ -108,6 +117,18 @@ impl Kubelet {
         Self::start_full(containerd, NODE, None, flags, config)
     }
 
+    /// A kubelet with no apiserver named `node` on any runtime (the fake one, for pods
+    /// another kubelet made), with more config lines and flags.
+    pub fn start_standalone_on(
+        runtime: &RuntimeSide,
+        node: &str,
+        config: &str,
+        flags: &[&str],
+    ) -> anyhow::Result<Self> {
+        let flags = flags.iter().map(|f| (*f).to_string()).collect();
+        Self::start_on(runtime, node, None, flags, config)
+    }
+
     fn start_full(
         containerd: &Containerd,
         node: &str,
@@ -115,7 +136,22 @@ impl Kubelet {
         extra: Vec<String>,
         extra_config: &str,
     ) -> anyhow::Result<Self> {
-        let dir = containerd.dir().join(format!("kubelet-{node}"));
+        let side = RuntimeSide {
+            dir: containerd.dir().to_path_buf(),
+            endpoint: containerd.endpoint().to_string(),
+            cgroup_parent: containerd.cgroup_parent(),
+        };
+        Self::start_on(&side, node, port, extra, extra_config)
+    }
+
+    fn start_on(
+        runtime: &RuntimeSide,
+        node: &str,
+        port: Option<u16>,
+        extra: Vec<String>,
+        extra_config: &str,
+    ) -> anyhow::Result<Self> {
+        let dir = runtime.dir.join(format!("kubelet-{node}"));
         for d in ["manifests", "static-config", "root", "logs"] {
             std::fs::create_dir_all(dir.join(d))?;
         }
@@ -123,9 +159,9 @@ impl Kubelet {
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\nstaticConfigPath: {}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\ncgroupRoot: {}\naddress: 0.0.0.0\nreadOnlyPort: 0\nhealthzPort: 0\nfileCheckFrequency: 20s\n{}{extra_config}",
             dir.join("manifests").display(),
             dir.join("static-config").display(),
-            containerd.endpoint(),
+            runtime.endpoint,
             dir.join("logs").display(),
-            containerd.cgroup_parent(),
+            runtime.cgroup_parent,
             DISK_SETTINGS,
         );
         std::fs::write(dir.join("kubelet.yaml"), config)?;

@@ -70,10 +70,6 @@ impl Node {
         }
     }
 
-    async fn sandboxes(&self) -> Vec<cri::PodSandbox> {
-        self.cri.list_pod_sandbox(cri::ListPodSandboxRequest { filter: None }).await.unwrap().items
-    }
-
     async fn containers(&self) -> Vec<cri::Container> {
         self.cri
             .list_containers(cri::ListContainersRequest { filter: None })

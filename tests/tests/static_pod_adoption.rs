@@ -1,0 +1,155 @@
+//! Static pods the kubelet finds running are adopted, not replaced: pods upstream's kubelet
+//! v1.35 made (its `crictl inspect` output replayed into the fake runtime), and on containerd
+//! our own across restarts and in-place edits; a manifest edit restarts only what upstream
+//! would.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use e2e::cluster::StandaloneNode;
+use e2e::eventually;
+use e2e::kubelet::{Kubelet, NODE, RuntimeSide};
+use e2e::require;
+use fake_cri::FakeCriServer;
+use proto::cri;
+
+const WAIT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(100);
+
+fn golden() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/upstream-kubelet-v1.35")
+}
+
+/// Container name → (id, attempt) of every container the runtime holds.
+fn containers(list: &[cri::Container]) -> BTreeMap<String, (String, u32)> {
+    list.iter()
+        .map(|c| {
+            let pod = &c.labels["io.kubernetes.pod.name"];
+            let m = c.metadata.as_ref().unwrap();
+            (format!("{pod}/{}", m.name), (c.id.clone(), m.attempt))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn pods_upstreams_kubelet_made_are_adopted_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeCriServer::start(&dir.path().join("cri.sock")).unwrap();
+    let fake = server.runtime().clone();
+    fake.add_image("docker.io/library/busybox:bars").unwrap();
+    fake.add_image("docker.io/library/pause:bars").unwrap();
+    fake.import_crictl(&golden().join("cri"), &|p| p).unwrap();
+    let sandboxes_before: Vec<String> = fake.sandboxes().into_iter().map(|s| s.id).collect();
+    let before = containers(&fake.containers());
+    assert_eq!(before.len(), 5);
+
+    let side = RuntimeSide {
+        dir: dir.path().to_path_buf(),
+        endpoint: server.endpoint().to_string(),
+        cgroup_parent: "/".into(),
+    };
+    let mut kubelet =
+        Kubelet::start_standalone_on(&side, "node-a", "cgroupsPerQOS: false\n", &[]).unwrap();
+    for file in ["simple.yaml", "rich.yaml", "hostnet.yaml"] {
+        let text = std::fs::read_to_string(golden().join("manifests").join(file)).unwrap();
+        kubelet.write_manifest(file, &text).unwrap();
+    }
+    for (name, uid) in [
+        ("simple-node-a", "0d763f47b8478462e226616ccca4d7ac"),
+        ("rich-node-a", "edddae794c4505e1b9198c068dbd121f"),
+    ] {
+        let pod = eventually(&format!("{name} running"), WAIT, POLL, || kubelet.running(name))
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", kubelet.log_tail(60)));
+        assert_eq!(pod["metadata"]["uid"], uid, "{name} keeps the UID upstream gave it");
+        for c in pod["status"]["containerStatuses"].as_array().unwrap() {
+            assert_eq!(c["restartCount"], 0, "{name}: {c}");
+        }
+    }
+    eventually("hostnet running", WAIT, POLL, || kubelet.running("hostnet-node-a")).await.unwrap();
+    // A few sync rounds later nothing was replaced.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let sandboxes_after: Vec<String> = fake.sandboxes().into_iter().map(|s| s.id).collect();
+    assert_eq!(sandboxes_after.len(), 3, "{sandboxes_after:?}");
+    for id in &sandboxes_before {
+        assert!(sandboxes_after.contains(id), "sandbox {id} kept");
+    }
+    assert_eq!(containers(&fake.containers()), before, "no container created or replaced");
+    assert_eq!(fake.calls(fake_cri::Rpc::RunPodSandbox), 0, "the kubelet ran no sandbox");
+    assert_eq!(fake.calls(fake_cri::Rpc::StopContainer), 0);
+    let log = kubelet.log_tail(usize::MAX);
+    assert!(log.contains("by: RuntimeConfig"), "adopted by what the runtime recorded:\n{log}");
+    kubelet.stop();
+    server.shutdown().await.unwrap();
+}
+
+fn pod(image: &str, label: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  labels: {{tier: {label}}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: a\n    image: {image}\n    command: [sleep, \"3600\"]\n  - name: b\n    image: busybox:1.35\n    command: [sleep, \"3600\"]\n"
+    )
+}
+
+#[tokio::test]
+async fn an_in_place_edit_restarts_only_the_changed_image_and_a_restart_keeps_everything() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let mut n = StandaloneNode::start().await.unwrap();
+    let name = format!("web-{NODE}");
+    let list = |n: &StandaloneNode| {
+        let cri = n.cri.clone();
+        async move {
+            let req = cri::ListContainersRequest::default();
+            containers(&cri.list_containers(req).await.unwrap().containers)
+        }
+    };
+    n.kubelet.write_manifest("web.yaml", &pod("busybox:1.35", "one")).unwrap();
+    let first = n.running(&name, WAIT, POLL).await;
+    let uid = first["metadata"]["uid"].as_str().unwrap().to_string();
+    let sandboxes = n.sandboxes().await;
+    assert_eq!(sandboxes.len(), 1);
+    let before = list(&n).await;
+
+    // A label: nothing restarts, the pod keeps its UID.
+    n.kubelet.write_manifest("web.yaml", &pod("busybox:1.35", "two")).unwrap();
+    eventually("the new label shown", WAIT, POLL, || async {
+        n.kubelet.pod(&name).await.filter(|p| p["metadata"]["labels"]["tier"] == "two")
+    })
+    .await
+    .unwrap_or_else(|e| n.fail(e));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(list(&n).await, before, "a label restarts nothing");
+    assert_eq!(n.kubelet.pod(&name).await.unwrap()["metadata"]["uid"], uid.as_str());
+
+    // An image: only that container restarts, in the same sandbox.
+    n.kubelet.write_manifest("web.yaml", &pod("busybox-httpd:1.35", "two")).unwrap();
+    let after = eventually("container a replaced", WAIT, POLL, || async {
+        let now = list(&n).await;
+        let replaced = now.values().filter(|(id, _)| !before.values().any(|(b, _)| b == id));
+        (replaced.count() == 1).then_some(now)
+    })
+    .await
+    .unwrap_or_else(|e| n.fail(e));
+    let b = format!("{name}/b");
+    assert_eq!(after[&b], before[&b], "container b untouched");
+    let p = n.running(&name, WAIT, POLL).await;
+    assert_eq!(p["metadata"]["uid"], uid.as_str());
+    let now_sandboxes = n.sandboxes().await;
+    assert_eq!(now_sandboxes.len(), 1);
+    assert_eq!(now_sandboxes[0].id, sandboxes[0].id, "the sandbox is kept");
+
+    // A restart of the kubelet: the edited pod runs under a UID its content does not give;
+    // its recorded identity keeps it, and nothing restarts.
+    let running_before = list(&n).await;
+    n.kubelet.stop();
+    n.kubelet.restart().unwrap();
+    let again = n.running(&name, WAIT, POLL).await;
+    assert_eq!(again["metadata"]["uid"], uid.as_str(), "adopted after the restart");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(list(&n).await, running_before, "a kubelet restart restarts nothing");
+    assert!(n.kubelet.log_tail(usize::MAX).contains("by: RecordedIdentity"));
+    n.teardown().await;
+}
