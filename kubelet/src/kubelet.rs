@@ -17,6 +17,7 @@ use crate::cm::allocatable::{Capacity, Reservable};
 use crate::cm::{CgroupFs, CgroupLayout};
 use crate::config::Source;
 use crate::config::apiserver::ApiSource;
+use crate::config::checkpoint::Checkpoints;
 use crate::config::file::FileSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
@@ -267,6 +268,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             period: config.file_check_frequency,
             recorder: recorder.clone(),
             running,
+            checkpoints: Checkpoints::new(&config.root_dir, &config.node_name),
         };
         tasks.spawn(source.run(sets_tx.clone(), manifests_tx, child.clone()));
     }

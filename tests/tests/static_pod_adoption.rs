@@ -153,3 +153,44 @@ async fn an_in_place_edit_restarts_only_the_changed_image_and_a_restart_keeps_ev
     assert!(n.kubelet.log_tail(usize::MAX).contains("by: RecordedIdentity"));
     n.teardown().await;
 }
+
+#[tokio::test]
+async fn a_kubelet_killed_while_a_manifest_is_invalid_comes_back_running_its_last_good_pod() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let mut n = StandaloneNode::start().await.unwrap();
+    let name = format!("web-{NODE}");
+    n.kubelet.write_manifest("web.yaml", &pod("busybox:1.35", "one")).unwrap();
+    let first = n.running(&name, WAIT, POLL).await;
+    let uid = first["metadata"]["uid"].as_str().unwrap().to_string();
+    let req = || cri::ListContainersRequest::default();
+    let before = containers(&n.cri.list_containers(req()).await.unwrap().containers);
+    // The checkpoint is written once the version is accepted.
+    let checkpoints = n.kubelet.root_dir().join("static-pod-checkpoints");
+    eventually("the checkpoint", WAIT, POLL, || async {
+        (std::fs::read_dir(&checkpoints).ok()?.count() == 1).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| n.fail(e));
+
+    n.kubelet.kill9();
+    n.kubelet
+        .write_manifest("web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web\n")
+        .unwrap();
+    n.kubelet.restart().unwrap();
+    let report = eventually("the rejection reported", WAIT, POLL, || async {
+        let m = n.kubelet.get("/manifests").await?;
+        m.as_array()?.iter().find(|r| r["state"] == "rejected").cloned()
+    })
+    .await
+    .unwrap_or_else(|e| n.fail(e));
+    assert_eq!(report["runningPreviousVersion"], true, "{report}");
+    assert!(report["reason"].as_str().unwrap().contains("web.yaml"), "{report}");
+    let again = n.running(&name, WAIT, POLL).await;
+    assert_eq!(again["metadata"]["uid"], uid.as_str(), "the last good pod, not a new one");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = containers(&n.cri.list_containers(req()).await.unwrap().containers);
+    assert_eq!(after, before, "its containers were not restarted");
+    n.teardown().await;
+}

@@ -213,6 +213,11 @@ impl<T> DirFiles<T> {
         &self.recorder
     }
 
+    /// The directory read.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub fn entries(&self) -> &BTreeMap<PathBuf, Entry<T>> {
         &self.entries
     }
@@ -223,6 +228,17 @@ impl<T> DirFiles<T> {
             self.recorder.normal(&ObjectRef::file(path), ignored, reason.describe());
             self.entries.insert(path.to_path_buf(), Entry::Ignored(reason));
         }
+    }
+
+    /// Makes `value` the last good version of `path` before the file is first read (a
+    /// checkpoint from before a restart): a good read replaces it, a bad one keeps it.
+    pub fn seed(&mut self, path: &Path, value: T) {
+        self.next_order += 1;
+        let kept = Some((value, self.next_order));
+        self.entries.insert(
+            path.to_path_buf(),
+            Entry::Rejected { error: String::new(), kept, print: None },
+        );
     }
 
     /// A write to `path` started: do not read it until it completes.

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::checkpoint::{CheckpointError, Checkpoints};
 use super::dir::{DirFiles, Entry, Reasons};
 pub use super::dir::{IgnoreReason, ManifestReport, ManifestState, classify};
 use super::dir_watch::DirWatch;
@@ -45,6 +46,7 @@ pub struct ManifestDir {
     files: DirFiles<StaticPod>,
     node_name: String,
     identities: Identities,
+    checkpoints: Option<Checkpoints>,
 }
 
 impl ManifestDir {
@@ -64,6 +66,66 @@ impl ManifestDir {
             files: DirFiles::new(dir, recorder, REASONS),
             node_name,
             identities: Identities::new(running),
+            checkpoints: None,
+        }
+    }
+
+    /// Keeps each manifest's last good version in `checkpoints` ([`Self::checkpoint`]), and
+    /// starts from those it holds: a manifest that is invalid when first read goes on running
+    /// its checkpointed pod. Checkpoints of manifests no longer there are removed, bad ones
+    /// reported.
+    pub fn with_checkpoints(mut self, mut checkpoints: Checkpoints) -> Self {
+        let (pods, errors) = checkpoints.load_all();
+        for error in errors {
+            self.checkpoint_failed(error);
+        }
+        for (manifest, pod) in pods {
+            if manifest.parent() == Some(self.files.dir()) && manifest.is_file() {
+                let file = manifest.clone();
+                self.files.seed(&manifest, StaticPod { pod, file, unknown_fields: Vec::new() });
+            } else if let Err(error) = checkpoints.remove(&manifest) {
+                self.checkpoint_failed(error);
+            }
+        }
+        self.checkpoints = Some(checkpoints);
+        self
+    }
+
+    fn checkpoint_failed(&self, error: CheckpointError) {
+        tracing::warn!(%error, "static pod checkpoint");
+        let file = match &error {
+            CheckpointError::Io { file, .. }
+            | CheckpointError::Corrupt { file, .. }
+            | CheckpointError::OtherNode { file, .. }
+            | CheckpointError::Version { file, .. } => file.clone(),
+        };
+        self.files.recorder().warning(
+            &ObjectRef::file(&file),
+            "FailedCheckpoint",
+            error.to_string(),
+        );
+    }
+
+    /// Brings the checkpoints in step with the files: an accepted version is written, a
+    /// rejected file keeps its checkpoint, a file gone or ignored loses it.
+    pub fn checkpoint(&mut self) {
+        let Some(checkpoints) = self.checkpoints.as_mut() else { return };
+        let mut errors = Vec::new();
+        for (path, entry) in self.files.entries() {
+            let result = match entry {
+                Entry::Accepted { value, .. } => checkpoints.save(path, &value.pod),
+                Entry::Rejected { kept: Some(_), .. } => Ok(()),
+                Entry::Rejected { kept: None, .. } | Entry::Ignored(_) => checkpoints.remove(path),
+            };
+            errors.extend(result.err());
+        }
+        for manifest in checkpoints.manifests() {
+            if !self.files.entries().contains_key(&manifest) {
+                errors.extend(checkpoints.remove(&manifest).err());
+            }
+        }
+        for error in errors {
+            self.checkpoint_failed(error);
         }
     }
 
@@ -186,6 +248,8 @@ pub struct FileSource {
     pub recorder: Recorder,
     /// The file-sourced pods the runtime ran at start, which may be adopted.
     pub running: Vec<RunningPod>,
+    /// Where each manifest's last good version is kept across restarts.
+    pub checkpoints: Checkpoints,
 }
 
 impl FileSource {
@@ -197,11 +261,13 @@ impl FileSource {
     ) {
         let mut watch = DirWatch::new(self.dir.clone(), self.period, REASONS.what);
         let mut state =
-            ManifestDir::adopting(self.dir, self.node_name, self.recorder, self.running);
+            ManifestDir::adopting(self.dir, self.node_name, self.recorder, self.running)
+                .with_checkpoints(self.checkpoints);
         // What was last sent, as (UID, content digest) pairs, not a second copy of every pod.
         let mut last_sent: Option<Vec<(String, [u8; 32])>> = None;
         while let Some(batch) = watch.next(&stop).await {
             state.apply(batch);
+            state.checkpoint();
             let (pods, reports) = state.desired();
             report.send_if_modified(|r| {
                 let changed = *r != reports;
@@ -230,6 +296,7 @@ impl FileSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::checkpoint;
 
     const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: NAME\nspec:\n  containers:\n  - name: c\n    image: busybox:1.35\n";
 
@@ -391,6 +458,51 @@ mod tests {
         assert_ne!(renamed_port.metadata.uid.as_deref(), Some(uid.as_str()), "a port does not");
         let back = read(&mut m, &pod("web"));
         assert_eq!(back.metadata.uid.as_deref(), Some(uid.as_str()), "the content's UID again");
+    }
+
+    #[test]
+    fn a_restart_while_a_manifest_is_invalid_keeps_its_checkpointed_pod() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, root) = (tmp.path().join("manifests"), tmp.path().join("root"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (web, gone) = (dir.join("web.yaml"), dir.join("gone.yaml"));
+        std::fs::write(&web, pod("web")).unwrap();
+        std::fs::write(&gone, pod("gone")).unwrap();
+        let start = || {
+            ManifestDir::new(dir.clone(), "n".into(), Recorder::default())
+                .with_checkpoints(Checkpoints::new(&root, "n"))
+        };
+        let mut first = start();
+        first.rescan();
+        first.checkpoint();
+        let pods = first.desired().0;
+        let web_pod = pods.iter().find(|p| p.metadata.name.as_deref() == Some("web-n"));
+        let uid = web_pod.unwrap().metadata.uid.clone();
+
+        // Down: web.yaml turns invalid, gone.yaml is removed.
+        std::fs::write(&web, "apiVersion: v1\nkind: Pod\nmetadata: {name: web\n").unwrap();
+        std::fs::remove_file(&gone).unwrap();
+        let mut second = start();
+        second.rescan();
+        second.checkpoint();
+        let (pods, reports) = second.desired();
+        assert_eq!(pods.len(), 1, "{pods:?}");
+        assert_eq!(pods[0].metadata.uid, uid, "the last good pod goes on");
+        let r = state_of(&reports, "web.yaml");
+        assert!(r.state == ManifestState::Rejected && r.running_previous_version, "{r:?}");
+        let left = std::fs::read_dir(root.join(checkpoint::DIR)).unwrap().count();
+        assert_eq!(left, 1, "the removed manifest's checkpoint went");
+
+        // Fixed: the new version takes over and replaces the checkpoint.
+        std::fs::write(&web, pod("web").replace("1.35", "1.36")).unwrap();
+        second.load(&web);
+        second.checkpoint();
+        let (pods, _) = second.desired();
+        let image = pods[0].spec.as_ref().unwrap().containers[0].image.clone();
+        assert_eq!(image.as_deref(), Some("busybox:1.36"));
+        let (saved, _) = Checkpoints::new(&root, "n").load_all();
+        let image = saved[&web].spec.as_ref().unwrap().containers[0].image.clone();
+        assert_eq!(image.as_deref(), Some("busybox:1.36"));
     }
 
     #[test]

@@ -6,11 +6,13 @@
 //! - [`dir`]: a watched directory's files and the rules for reading them; [`dir_watch`]: its
 //!   inotify watch and rescans (both shared with the node-local object source).
 //! - [`file`]: the static pod directory source; [`identity`]: which UID a static pod runs
-//!   under (kept across in-place edits, adopted from the runtime at start).
+//!   under (kept across in-place edits, adopted from the runtime at start); [`checkpoint`]:
+//!   each manifest's last good version on disk, for a restart while it is invalid.
 //! - [`apiserver`]: pods bound to this node, from the apiserver.
 //! - [`mux`]: merges sources into `PodUpdate`s (ADD, UPDATE, REMOVE, RECONCILE, DELETE).
 
 pub mod apiserver;
+pub mod checkpoint;
 pub mod dir;
 pub mod dir_watch;
 pub use api::duration;
