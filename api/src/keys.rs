@@ -71,3 +71,13 @@ pub const STATIC_IDENTITY: &str = "kubelet-rs.io/identity";
 /// changes with every edit, so a mirror is replaced when a label or image changes while the
 /// static pod keeps its UID.
 pub const STATIC_CONTENT: &str = "kubelet-rs.io/content-hash";
+
+/// Ours, on a pod: its containers' first crash back-off and the most it grows to (Go
+/// durations, each between 1s and 300s), instead of upstream's 10s doubling to 300s
+/// ([`crate::restart_backoff`]).
+pub const CRASH_BACKOFF_INITIAL: &str = "kubelet-rs.io/crash-loop-backoff-initial";
+pub const CRASH_BACKOFF_MAX: &str = "kubelet-rs.io/crash-loop-backoff-max";
+
+/// Ours, on a container the kubelet restarted: the crash back-off in force when it was
+/// started (a Go duration), which a restarted kubelet takes up for the container's next restart.
+pub const CONTAINER_RESTART_BACKOFF: &str = "kubelet-rs.io/restart-backoff";

@@ -5,6 +5,7 @@
 //! - [`decode`]: typed decoding with field paths and unknown-field reporting.
 //! - [`defaults`]: pod defaulting as the API server does it.
 //! - [`duration`]: Go's `time.Duration` syntax, parsed and printed (config files, CLI flags).
+//! - [`restart_backoff`]: a pod's own crash back-off from our annotations, bounded.
 //! - [`validation`]: `ValidatePodCreate` with upstream's field paths and messages.
 //! - [`quantity`]: resource quantities, parsed exactly.
 //! - [`qos`]: the pod QoS class.
@@ -26,6 +27,7 @@ pub mod keys;
 pub mod qos;
 pub mod quantity;
 pub mod resources;
+pub mod restart_backoff;
 pub mod scheduling;
 pub mod schema;
 pub mod secret;

@@ -229,6 +229,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             resolv_conf: std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
             memory_capacity: machine.memory_bytes,
             host_ip: host_ip.clone(),
+            restart_backoff_max: config.restart_backoff_max,
         },
         Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
         recorder.clone(),

@@ -194,3 +194,67 @@ async fn a_kubelet_killed_while_a_manifest_is_invalid_comes_back_running_its_las
     assert_eq!(after, before, "its containers were not restarted");
     n.teardown().await;
 }
+
+fn crasher(name: &str, annotations: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  annotations: {{{annotations}}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: busybox:1.35\n    command: [sh, -c, \"sleep 0.2; exit 1\"]\n"
+    )
+}
+
+/// The newest container of pod `pod`: its attempt and the back-off it was started under.
+async fn newest(n: &StandaloneNode, pod: &str) -> Option<(u32, String)> {
+    let list = n.cri.list_containers(cri::ListContainersRequest::default()).await.ok()?;
+    list.containers
+        .iter()
+        .filter(|c| c.labels["io.kubernetes.pod.name"] == pod)
+        .map(|c| {
+            let backoff = c.annotations.get("kubelet-rs.io/restart-backoff").cloned();
+            (c.metadata.as_ref().map_or(0, |m| m.attempt), backoff.unwrap_or_default())
+        })
+        .max()
+}
+
+#[tokio::test]
+async fn a_pods_own_crash_back_off_is_followed_and_survives_a_kubelet_restart() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let mut n = StandaloneNode::start().await.unwrap();
+    let (fast, slow) = (format!("fast-{NODE}"), format!("slow-{NODE}"));
+    let annotations =
+        "kubelet-rs.io/crash-loop-backoff-initial: 1s, kubelet-rs.io/crash-loop-backoff-max: 5s";
+    n.kubelet.write_manifest("fast.yaml", &crasher("fast", annotations)).unwrap();
+    n.kubelet.write_manifest("slow.yaml", &crasher("slow", "")).unwrap();
+    // The first restart is immediate, then 1s, 2s, 4s, 5s, 5s: each container records the
+    // delay it was started under.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let mut seen: Vec<(u32, String)> = Vec::new();
+    while seen.iter().filter(|(_, b)| b == "5s").count() < 2 {
+        if std::time::Instant::now() > deadline {
+            n.fail(format!("the fast pod never reached its 5s maximum twice: {seen:?}"));
+        }
+        if let Some((attempt, backoff)) = newest(&n, &fast).await
+            && seen.last().is_none_or(|(a, _)| *a != attempt)
+        {
+            seen.push((attempt, backoff));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let delays: Vec<&str> = seen.iter().map(|(_, b)| b.as_str()).collect();
+    assert_eq!(delays, ["", "1s", "2s", "4s", "5s", "5s"], "attempts: {seen:?}");
+    // Meanwhile the default pod waits upstream's 10 s, then 20 s.
+    let (_, slow_backoff) = newest(&n, &slow).await.unwrap();
+    assert!(["10s", "20s", "40s"].contains(&slow_backoff.as_str()), "{slow_backoff}");
+
+    // A kubelet restart: the next restart of the fast pod counts on from 5 s, not from 1 s.
+    let (before, _) = newest(&n, &fast).await.unwrap();
+    n.kubelet.kill9();
+    n.kubelet.restart().unwrap();
+    let (_, after) = eventually("a restart after the kubelet's", WAIT, POLL, || async {
+        newest(&n, &fast).await.filter(|(a, _)| *a > before)
+    })
+    .await
+    .unwrap_or_else(|e| n.fail(e));
+    assert_eq!(after, "5s", "the back-off survived the kubelet's restart");
+    n.teardown().await;
+}

@@ -113,6 +113,9 @@ pub fn validate_pod(pod: &Pod) -> Result<(), ErrorList> {
             "must set spec.nodeName if mirror pod annotation is set",
         ));
     }
+    if let Err(e) = crate::restart_backoff::of(pod.metadata.annotations.as_ref()) {
+        e.into_iter().for_each(|e| errs.push(e));
+    }
     errs.extend(validate_pod_spec(spec, &Path::root("spec")));
     let containers = spec
         .containers

@@ -122,9 +122,18 @@ pub struct KubeletConfigFile {
     pub image_minimum_gc_age: Option<GoDuration>,
     #[serde(rename = "imageMaximumGCAge")]
     pub image_maximum_gc_age: Option<GoDuration>,
+    /// `crashLoopBackOff.maxContainerRestartPeriod` (upstream 1.32+).
+    pub crash_loop_back_off: Option<CrashLoopBackOff>,
     /// Everything else: upstream fields we do not implement, and unknown ones.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
+}
+
+/// `crashLoopBackOff`: the longest delay between restarts of a crashing container.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrashLoopBackOff {
+    pub max_container_restart_period: Option<GoDuration>,
 }
 
 /// `authentication`: who may call the kubelet API on `port`.
@@ -270,6 +279,8 @@ pub struct KubeletConfig {
     /// When unused images are removed (`imageGCHighThresholdPercent`,
     /// `imageGCLowThresholdPercent`, `imageMinimumGCAge`, `imageMaximumGCAge`).
     pub image_gc: ImageGcPolicy,
+    /// The longest crash back-off (`crashLoopBackOff.maxContainerRestartPeriod`, 1s to 300s).
+    pub restart_backoff_max: Duration,
 }
 
 impl Default for KubeletConfig {
@@ -316,6 +327,7 @@ impl Default for KubeletConfig {
             kube_reserved: Reserved::default(),
             container_log: LogRotatePolicy::default(),
             image_gc: ImageGcPolicy::default(),
+            restart_backoff_max: crate::runtime::backoff::RESTART_MAX,
         }
     }
 }
@@ -448,6 +460,11 @@ impl KubeletConfigFile {
         if let Some(d) = self.image_maximum_gc_age {
             c.image_gc.max_age = d.0;
         }
+        if let Some(d) =
+            self.crash_loop_back_off.as_ref().and_then(|b| b.max_container_restart_period)
+        {
+            c.restart_backoff_max = d.0;
+        }
         if let Some(p) = &self.static_pod_path {
             c.static_pod_path = (!p.as_os_str().is_empty()).then(|| p.clone());
         }
@@ -566,6 +583,14 @@ impl KubeletConfig {
         }
         if let Err((field, reason)) = self.image_gc.validate() {
             return invalid(field, &reason);
+        }
+        let restart_max = self.restart_backoff_max;
+        if !(Duration::from_secs(1)..=crate::runtime::backoff::RESTART_MAX).contains(&restart_max) {
+            let reason = format!(
+                "invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: {} seconds) must be set between 1s and 300s",
+                restart_max.as_secs_f64()
+            );
+            return invalid("crashLoopBackOff.maxContainerRestartPeriod", &reason);
         }
         Ok(())
     }

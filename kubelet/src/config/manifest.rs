@@ -177,6 +177,20 @@ mod tests {
     }
 
     #[test]
+    fn a_crash_back_off_annotation_out_of_bounds_rejects_the_manifest_naming_it() {
+        let text = NGINX.replace(
+            "name: nginx-pod\n",
+            "name: nginx-pod\n  annotations: {kubelet-rs.io/crash-loop-backoff-max: 10m}\n",
+        );
+        let err = parse(&p("nginx.yaml"), &text, "node-1").unwrap_err().to_string();
+        assert!(err.starts_with("/etc/kubernetes/manifests/nginx.yaml: invalid pod:"), "{err}");
+        assert!(
+            err.contains("metadata.annotations[kubelet-rs.io/crash-loop-backoff-max]: Invalid value: \"10m\": must be between 1s and 5m0s"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_manifest_becomes_a_named_defaulted_static_pod() {
         let sp = parse(&p("nginx.yaml"), NGINX, "node-1").unwrap();
         let pod = &sp.pod;

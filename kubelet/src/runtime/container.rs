@@ -82,6 +82,8 @@ pub struct ContainerContext<'a> {
     pub memory_capacity: u64,
     /// The effective security context, by [`super::security_context::container`].
     pub security_context: cri::LinuxContainerSecurityContext,
+    /// The crash back-off this start counts under (a restart), recorded for a later kubelet.
+    pub restart_backoff: Option<std::time::Duration>,
 }
 
 /// Upstream's OOM score for a container of a pod with this QoS.
@@ -171,6 +173,10 @@ pub fn container_config(ctx: ContainerContext<'_>) -> cri::ContainerConfig {
         ),
         (keys::POD_TERMINATION_GRACE_PERIOD.to_string(), grace.to_string()),
     ]);
+    if let Some(d) = ctx.restart_backoff {
+        let d = api::duration::GoDuration(d).to_string();
+        annotations.insert(keys::CONTAINER_RESTART_BACKOFF.to_string(), d);
+    }
     if let Some(ports) = c.ports.as_ref().filter(|p| !p.is_empty()) {
         annotations.insert(
             keys::CONTAINER_PORTS.to_string(),
@@ -274,6 +280,7 @@ mod tests {
                 false,
             )
             .unwrap(),
+            restart_backoff: Some(std::time::Duration::from_secs(20)),
         };
         let cfg = container_config(ctx);
         assert_eq!(cfg.envs.len(), 1);
@@ -282,6 +289,7 @@ mod tests {
         assert_eq!(cfg.log_path, "c/2.log");
         assert_eq!(cfg.metadata.unwrap().attempt, 2);
         assert_eq!(cfg.annotations[keys::CONTAINER_RESTART_COUNT], "2");
+        assert_eq!(cfg.annotations[keys::CONTAINER_RESTART_BACKOFF], "20s");
         assert_eq!(cfg.labels[keys::POD_UID], "u1");
         let ns = cfg.linux.unwrap().security_context.unwrap().namespace_options.unwrap();
         assert_eq!(

@@ -79,6 +79,8 @@ pub struct RuntimeConfig {
     pub resolv_conf: String,
     pub memory_capacity: u64,
     pub host_ip: Option<String>,
+    /// The longest crash back-off (`crashLoopBackOff.maxContainerRestartPeriod`).
+    pub restart_backoff_max: std::time::Duration,
 }
 
 /// Runs pods through a CRI runtime.

@@ -64,6 +64,8 @@ pub struct ContainerInfo {
     pub message_from_logs: bool,
     /// The container's CRI log file.
     pub log_path: String,
+    /// The crash back-off in force when it was started ([`keys::CONTAINER_RESTART_BACKOFF`]).
+    pub restart_backoff: Option<std::time::Duration>,
 }
 
 /// A pod as the runtime holds it: sandboxes and containers, newest first.
@@ -153,6 +155,11 @@ pub fn container_info(s: &cri::ContainerStatus) -> ContainerInfo {
             .get(keys::CONTAINER_TERMINATION_MESSAGE_POLICY)
             .is_some_and(|p| p == "FallbackToLogsOnError"),
         log_path: s.log_path.clone(),
+        restart_backoff: s
+            .annotations
+            .get(keys::CONTAINER_RESTART_BACKOFF)
+            .and_then(|v| v.parse::<api::duration::GoDuration>().ok())
+            .map(|d| d.0),
     }
 }
 

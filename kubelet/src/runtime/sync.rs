@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use proto::{CallError, cri};
 
 use super::actions::{KillAction, compute_pod_actions, is_sidecar};
+use super::backoff;
 use super::container::{ContainerContext, container_config};
 use super::env::{self, EnvContext};
 use super::images::ImageError;
@@ -368,8 +369,23 @@ impl RuntimeManager {
         let key = format!("{pod_ref}_{}_{}", c.name, super::container::container_hash(c));
         let exited_at =
             previous.filter(|p| p.state == ContainerState::Exited).map(|p| ns_time(p.finished_at));
-        if let Some(at) = exited_at {
-            let restarts = self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Upstream's `doBackOff`: wait out the delay, else count this restart.
+        let mut restart_backoff = None;
+        if let (Some(at), Some(previous)) = (exited_at, previous) {
+            let bounds = backoff::Bounds::restarts(
+                self.config.restart_backoff_max,
+                api::restart_backoff::of(pod.metadata.annotations.as_ref()).unwrap_or_default(),
+            );
+            let mut restarts =
+                self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // A delay from before a kubelet restart, unless the container ran long enough
+            // for it to start over.
+            let started = ns_time(previous.started_at);
+            if let Some(d) = previous.restart_backoff
+                && at.duration_since(started).is_ok_and(|ran| ran < backoff::RESTART_RESET)
+            {
+                restarts.seed(&key, d, started);
+            }
             if let Some(left) = restarts.remaining(&key, at, SystemTime::now()) {
                 let delay = restarts.delay(&key).unwrap_or_default();
                 let msg = format!(
@@ -379,6 +395,8 @@ impl RuntimeManager {
                 );
                 return Err((Waiting::new("CrashLoopBackOff", msg), Some(left)));
             }
+            restarts.next_within(&key, at, bounds);
+            restart_backoff = restarts.delay(&key);
         }
         let image = c.image.as_deref().unwrap_or_default();
         let policy = c.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
@@ -428,6 +446,7 @@ impl RuntimeManager {
             mounts,
             memory_capacity: self.config.memory_capacity,
             security_context: security,
+            restart_backoff,
         });
         let create = cri::CreateContainerRequest {
             pod_sandbox_id: ctx.sandbox_id.to_string(),
@@ -449,9 +468,6 @@ impl RuntimeManager {
             })?
             .container_id;
         self.recorder.normal(&object, "Created", "Container created");
-        if let Some(at) = exited_at {
-            self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next(&key, at);
-        }
         self.cri
             .start_container(cri::StartContainerRequest { container_id: id.clone() })
             .await

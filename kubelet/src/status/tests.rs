@@ -46,6 +46,7 @@ fn info(
         message_file: None,
         message_from_logs: false,
         log_path: String::new(),
+        restart_backoff: None,
     }
 }
 

@@ -157,6 +157,26 @@ fn image_gc_is_read_and_bad_thresholds_stop_the_start() {
 }
 
 #[test]
+fn the_longest_crash_back_off_is_read_and_bounded() {
+    let p = Path::new("/etc/kubernetes/kubelet.yaml");
+    let file = KubeletConfigFile::parse(p, "crashLoopBackOff:\n  maxContainerRestartPeriod: 20s\n")
+        .unwrap();
+    assert!(file.notes().unknown.is_empty() && file.notes().accepted_not_implemented.is_empty());
+    let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+    assert_eq!(c.restart_backoff_max, Duration::from_secs(300), "upstream's default");
+    file.apply(&mut c);
+    assert_eq!(c.restart_backoff_max, Duration::from_secs(20));
+    c.validate().unwrap();
+    for bad in ["500ms", "6m"] {
+        let text = format!("crashLoopBackOff: {{maxContainerRestartPeriod: {bad}}}\n");
+        KubeletConfigFile::parse(p, &text).unwrap().apply(&mut c);
+        let err = c.validate().unwrap_err().to_string();
+        assert!(err.starts_with("kubelet config: crashLoopBackOff.maxContainerRestartPeriod: invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: "), "{err}");
+        assert!(err.ends_with("seconds) must be set between 1s and 300s"), "{err}");
+    }
+}
+
+#[test]
 fn reads_the_kubelet_apis_tls_and_authentication() {
     let text = "streamingConnectionIdleTimeout: 5m\nport: 10350\ntlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  anonymous:\n    enabled: true\nauthorization:\n  mode: AlwaysAllow\n";
     let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();

@@ -59,6 +59,7 @@ fn ctr(pod: &Pod, name: &str, state: ContainerState, exit: i32) -> ContainerInfo
         message_file: None,
         message_from_logs: false,
         log_path: String::new(),
+        restart_backoff: None,
     }
 }
 
