@@ -72,6 +72,10 @@ pub const STATIC_IDENTITY: &str = "kubelet-rs.io/identity";
 /// static pod keeps its UID.
 pub const STATIC_CONTENT: &str = "kubelet-rs.io/content-hash";
 
+/// Ours, on a pod: the static pods of its node (`name` or `namespace/name`, comma-separated)
+/// that must be Ready before it first starts.
+pub const STATIC_AFTER: &str = "kubelet-rs.io/after";
+
 /// Ours, on a pod: its containers' first crash back-off and the most it grows to (Go
 /// durations, each between 1s and 300s), instead of upstream's 10s doubling to 300s
 /// ([`crate::restart_backoff`]).

@@ -8,6 +8,7 @@
 //! - [`prober`]: liveness, readiness and startup probes (exec, httpGet, tcpSocket, grpc).
 //! - [`lifecycle`]: pod admission against the node and the admitted pods (`OutOfcpu`, …).
 //! - [`active_deadline`]: the `activeDeadlineSeconds` of pods.
+//! - [`ordering`]: a pod's first start held until the static pods it names are Ready.
 //! - [`runtime`]: kuberuntime, pods through CRI (plan, sandbox, containers, env, images,
 //!   pull secrets, backoff).
 //! - [`volume`]: pod volumes (emptyDir, hostPath, configMap, secret, downwardAPI, projected),
@@ -51,6 +52,7 @@ pub mod mirror;
 pub mod node_status;
 pub mod nodelease;
 pub mod objects;
+pub mod ordering;
 pub mod pleg;
 pub mod pod_workers;
 pub mod prober;

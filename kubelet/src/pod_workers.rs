@@ -338,6 +338,8 @@ impl PodWorkers {
 async fn run_worker(ctx: &WorkerContext, uid: &str, mailbox: &Mailbox) {
     let mut state = WorkerState::Syncing;
     let mut synced_before = false;
+    // Whether the pod's declared order no longer holds its start (it started once).
+    let mut released = false;
     loop {
         let work = mailbox.take().await;
         let (mut next, mut action) = step(state, Input::Work(work));
@@ -351,7 +353,7 @@ async fn run_worker(ctx: &WorkerContext, uid: &str, mailbox: &Mailbox) {
                 Action::Sync(pod) => {
                     let kind = if synced_before { SyncType::Sync } else { SyncType::Create };
                     let started = Instant::now();
-                    let sync = Box::pin(sync_once(ctx, uid, &pod));
+                    let sync = Box::pin(sync_once(ctx, uid, &pod, &mut released));
                     match mailbox.preemptible(state, sync).await {
                         Some(finished) => {
                             synced_before = true;
@@ -405,8 +407,51 @@ async fn run_worker(ctx: &WorkerContext, uid: &str, mailbox: &Mailbox) {
     }
 }
 
+/// Holds a pod's first start while the pods it declares it starts after are not Ready
+/// ([`crate::ordering`]): true when it is held (its status says why; it is looked at again
+/// in a second). A pod the runtime already runs is never held.
+async fn held(ctx: &WorkerContext, uid: &str, pod: &Pod, released: &mut bool) -> bool {
+    if *released || crate::ordering::after(pod).is_empty() {
+        return false;
+    }
+    match ctx.runtime.pod_status(uid).await {
+        Ok(s) if s.sandboxes.is_empty() && s.containers.is_empty() => {}
+        _ => {
+            *released = true;
+            return false;
+        }
+    }
+    let me = (
+        pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+        pod.metadata.name.clone().unwrap_or_default(),
+    );
+    let Some(message) = crate::ordering::blocked(&me, pod, &ctx.statuses.ordering_view()) else {
+        *released = true;
+        return false;
+    };
+    let waiting = Waiting { reason: crate::ordering::REASON.into(), message: message.clone() };
+    let spec = pod.spec.as_ref();
+    let names = spec.into_iter().flat_map(|s| {
+        s.init_containers.iter().flatten().chain(s.containers.iter()).map(|c| c.name.clone())
+    });
+    let outcome = SyncOutcome {
+        waiting: names.map(|n| (n, waiting.clone())).collect(),
+        ..Default::default()
+    };
+    ctx.statuses.set_status(uid, generate(ctx, pod, &outcome, None), SystemTime::now());
+    tracing::debug!(pod = %me.1, %message, "held by its declared order");
+    ctx.queue.enqueue(uid, ORDER_RECHECK);
+    true
+}
+
+/// How often a held pod looks at its dependencies again.
+const ORDER_RECHECK: Duration = Duration::from_secs(1);
+
 /// One sync; true when the pod reached a terminal phase (`Succeeded`/`Failed`).
-async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod) -> bool {
+async fn sync_once(ctx: &WorkerContext, uid: &str, pod: &Pod, released: &mut bool) -> bool {
+    if held(ctx, uid, pod, released).await {
+        return false;
+    }
     let started = ctx.statuses.status(uid).and_then(|s| s.start_time);
     let deadline = active_deadline::check(pod, started.as_ref(), jiff::Timestamp::now());
     if let Deadline::Exceeded(failure) = deadline {

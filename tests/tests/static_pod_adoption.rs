@@ -258,3 +258,94 @@ async fn a_pods_own_crash_back_off_is_followed_and_survives_a_kubelet_restart() 
     assert_eq!(after, "5s", "the back-off survived the kubelet's restart");
     n.teardown().await;
 }
+
+fn ordered(name: &str, after: &str, ready_after: u32) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  annotations: {{kubelet-rs.io/after: \"{after}\"}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: busybox:1.35\n    command: [sleep, \"3600\"]\n    readinessProbe:\n      exec: {{command: [\"true\"]}}\n      initialDelaySeconds: {ready_after}\n      periodSeconds: 1\n"
+    )
+}
+
+/// When pod `name`'s container started, as the kubelet reports it (RFC 3339).
+fn started_at(pod: &serde_json::Value) -> jiff::Timestamp {
+    pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn ready_at(pod: &serde_json::Value) -> jiff::Timestamp {
+    let conditions = pod["status"]["conditions"].as_array().unwrap();
+    let ready = conditions.iter().find(|c| c["type"] == "Ready").unwrap();
+    ready["lastTransitionTime"].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn static_pods_start_in_their_declared_order_and_a_cycle_is_reported() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let n = StandaloneNode::start().await.unwrap();
+    // Written last first: c after b after a, a Ready 3 s after it starts.
+    n.kubelet.write_manifest("c.yaml", &ordered("c", "b", 0)).unwrap();
+    n.kubelet.write_manifest("b.yaml", &ordered("b", "a", 2)).unwrap();
+    n.kubelet.write_manifest("a.yaml", &ordered("a", "", 3)).unwrap();
+    n.kubelet.write_manifest("d.yaml", &ordered("d", "e", 0)).unwrap();
+    n.kubelet.write_manifest("e.yaml", &ordered("e", "d", 0)).unwrap();
+    n.kubelet.write_manifest("f.yaml", &ordered("f", "nobody", 0)).unwrap();
+    let held = eventually("b held while a is not Ready", WAIT, POLL, || async {
+        let b = n.kubelet.pod(&format!("b-{NODE}")).await?;
+        let waiting = &b["status"]["containerStatuses"][0]["state"]["waiting"];
+        (waiting["reason"] == "WaitingForDependencies").then(|| waiting.clone())
+    })
+    .await
+    .unwrap_or_else(|e| n.fail(e));
+    assert!(held["message"].as_str().unwrap().contains(&format!("default/a-{NODE}")), "{held}");
+    let c = n.running(&format!("c-{NODE}"), WAIT, POLL).await;
+    let b = n.kubelet.running(&format!("b-{NODE}")).await.unwrap();
+    let a = n.kubelet.running(&format!("a-{NODE}")).await.unwrap();
+    assert!(started_at(&b) >= ready_at(&a), "b started once a was Ready:\n{a}\n{b}");
+    assert!(started_at(&c) >= ready_at(&b), "c started once b was Ready:\n{b}\n{c}");
+    // The cycle's pods start anyway; the cycle and the unknown name are reported per file.
+    n.running(&format!("d-{NODE}"), WAIT, POLL).await;
+    n.running(&format!("e-{NODE}"), WAIT, POLL).await;
+    let reports = n.kubelet.get("/manifests").await.unwrap();
+    let reason = |file: &str| {
+        reports
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["file"].as_str().unwrap().ends_with(file))
+            .unwrap()["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(reason("d.yaml").contains("a cycle"), "{reports}");
+    assert!(reason("f.yaml").contains("nobody"), "{reports}");
+    let f = n.kubelet.pod(&format!("f-{NODE}")).await.unwrap();
+    assert_eq!(
+        f["status"]["containerStatuses"][0]["state"]["waiting"]["reason"],
+        "WaitingForDependencies"
+    );
+
+    // A dependency's restart does not restart its dependents.
+    let b_container = b["status"]["containerStatuses"][0]["containerID"].clone();
+    n.kubelet
+        .write_manifest(
+            "a.yaml",
+            &ordered("a", "", 3).replace("busybox:1.35", "busybox-httpd:1.35"),
+        )
+        .unwrap();
+    eventually("a restarted", WAIT, POLL, || async {
+        let a2 = n.kubelet.running(&format!("a-{NODE}")).await?;
+        (a2["status"]["containerStatuses"][0]["containerID"]
+            != a["status"]["containerStatuses"][0]["containerID"])
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| n.fail(e));
+    let b2 = n.kubelet.pod(&format!("b-{NODE}")).await.unwrap();
+    assert_eq!(b2["status"]["containerStatuses"][0]["containerID"], b_container, "b kept running");
+    n.teardown().await;
+}

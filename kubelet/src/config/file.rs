@@ -217,7 +217,7 @@ impl ManifestDir {
                 );
                 continue;
             }
-            owners.insert(key, path);
+            owners.insert(key.clone(), path);
             let mut pod = sp.pod.clone();
             self.identities.resolve(path, &mut pod);
             pods.push(pod);
@@ -231,11 +231,57 @@ impl ManifestDir {
                 );
             }
         }
+        for (key, note) in order_notes(&pods) {
+            if let Some(r) = owners.get(&key).and_then(|path| reports.get_mut(*path)) {
+                r.reason = Some(note);
+            }
+        }
         let mut reports: Vec<ManifestReport> = reports.into_values().collect();
         reports.sort_by(|a, b| a.file.cmp(&b.file));
         self.files.annotate(&mut reports);
         (pods, reports)
     }
+}
+
+/// What is wrong with the start order the pods declare ([`crate::ordering`]): a cycle (its
+/// pods start without waiting) or a name no pod of the directory has (the pod waits for it).
+fn order_notes(pods: &[Pod]) -> Vec<(crate::ordering::PodName, String)> {
+    use crate::ordering::{self, Known, PodName};
+    let name = |p: &Pod| -> PodName {
+        let m = &p.metadata;
+        (m.namespace.clone().unwrap_or_default(), m.name.clone().unwrap_or_default())
+    };
+    let known: HashMap<PodName, Known> =
+        pods.iter().map(|p| (name(p), Known { ready: false, after: ordering::after(p) })).collect();
+    let mut notes = Vec::new();
+    for (me, k) in &known {
+        let note = if let Some(cycle) = ordering::cycle(me, &known) {
+            let cycle: Vec<String> = cycle.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
+            format!(
+                "{}: a cycle ({}): started without waiting",
+                api::keys::STATIC_AFTER,
+                cycle.join(" → ")
+            )
+        } else {
+            let unknown: Vec<String> = k
+                .after
+                .iter()
+                .filter(|p| !known.contains_key(*p))
+                .map(|(ns, n)| format!("{ns}/{n}"))
+                .collect();
+            if unknown.is_empty() {
+                continue;
+            }
+            format!(
+                "{}: no static pod here is {}: the pod waits for it",
+                api::keys::STATIC_AFTER,
+                unknown.join(", ")
+            )
+        };
+        tracing::warn!(pod = %format!("{}/{}", me.0, me.1), "{note}");
+        notes.push((me.clone(), note));
+    }
+    notes
 }
 
 /// Runs the file source: initial read, then inotify events and periodic rescans, sending the

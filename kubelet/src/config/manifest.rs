@@ -130,10 +130,34 @@ pub fn parse(file: &Path, text: &str, node_name: &str) -> Result<StaticPod, Mani
         return Err(ManifestError::NoName { file: file.to_path_buf() });
     }
     api::defaults::default_pod(&mut pod);
+    let after = validate_after(&pod, node_name);
     apply_static_defaults(&mut pod, file, node_name);
-    api::validation::validate_pod(&pod)
+    let mut errors = match api::validation::validate_pod(&pod) {
+        Ok(()) => api::validation::ErrorList::default(),
+        Err(errors) => errors,
+    };
+    if let Err(e) = after {
+        errors.push(e);
+    }
+    errors
+        .into_result()
         .map_err(|errors| ManifestError::Invalid { file: file.to_path_buf(), errors })?;
     Ok(StaticPod { pod, file: file.to_path_buf(), unknown_fields })
+}
+
+/// The `kubelet-rs.io/after` declaration, checked against the pod's manifest name.
+fn validate_after(pod: &Pod, node_name: &str) -> Result<(), api::validation::FieldError> {
+    let Some(value) = pod.metadata.annotations.as_ref().and_then(|a| a.get(keys::STATIC_AFTER))
+    else {
+        return Ok(());
+    };
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let own = pod.metadata.name.as_deref().unwrap_or_default();
+    crate::ordering::parse(value, namespace, own, node_name).map(|_| ()).map_err(|why| {
+        let path =
+            api::validation::Path::root("metadata").child("annotations").key(keys::STATIC_AFTER);
+        api::validation::FieldError::invalid(&path, value.as_str(), why)
+    })
 }
 
 /// What the kubelet adds to a file-sourced pod: a content-derived UID, the `<name>-<node>` name,

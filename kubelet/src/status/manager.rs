@@ -192,6 +192,30 @@ impl StatusManager {
             .collect()
     }
 
+    /// The pods not yet terminated, by namespace and name: whether each is Ready and what it
+    /// declares it starts after ([`crate::ordering`]).
+    pub fn ordering_view(&self) -> HashMap<crate::ordering::PodName, crate::ordering::Known> {
+        self.read()
+            .values()
+            .filter(|e| !e.terminated)
+            .map(|e| {
+                let m = &e.pod.metadata;
+                let name = (
+                    m.namespace.clone().unwrap_or_else(|| "default".into()),
+                    m.name.clone().unwrap_or_default(),
+                );
+                let ready = e
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c.type_ == "Ready" && c.status == "True");
+                (name, crate::ordering::Known { ready, after: crate::ordering::after(&e.pod) })
+            })
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.read().len()
     }
