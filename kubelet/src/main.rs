@@ -246,3 +246,31 @@ async fn main() -> anyhow::Result<()> {
     let stop = daemon::stop_on_signal("pods keep running")?;
     kubelet::run(config, stop).await.context("kubelet")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_url_headers_are_read_as_upstreams_colon_separated_multimap() {
+        let args = Args::try_parse_from([
+            "kubelet",
+            "--manifest-url=http://127.0.0.1:8080/pods",
+            "--manifest-url-header",
+            "a:hello,b:again, c : world",
+            "--manifest-url-header=b:beautiful,,",
+            "--http-check-frequency=5s",
+        ])
+        .map_err(|e| e.to_string());
+        let Ok(args) = args else { panic!("{args:?}") };
+        let pairs: Vec<(String, String)> =
+            args.manifest_url_header.iter().flat_map(|p| p.0.clone()).collect();
+        let want = [("a", "hello"), ("b", "again"), ("c", "world"), ("b", "beautiful")];
+        let want: Vec<(String, String)> =
+            want.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        assert_eq!(pairs, want);
+        assert_eq!(args.http_check_frequency.map(|d| d.0), Some(std::time::Duration::from_secs(5)));
+        let err = Args::try_parse_from(["kubelet", "--manifest-url-header=novalue"]).unwrap_err();
+        assert!(err.to_string().contains("malformed pair, expect string:string"), "{err}");
+    }
+}
