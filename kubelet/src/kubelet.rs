@@ -286,7 +286,13 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     }
     drop(sets_tx);
     let sources_ready = Arc::new(SourcesReady::new(expected));
-    tasks.spawn(mux::run(sets_rx, updates_tx, sources_ready.clone(), child.clone()));
+    tasks.spawn(mux::run(
+        sets_rx,
+        updates_tx,
+        sources_ready.clone(),
+        recorder.clone(),
+        child.clone(),
+    ));
     let relist = Pleg {
         cri: cri.clone(),
         period: config.pleg_relist_period,
