@@ -2,7 +2,8 @@
 //! requests carrying the configured header) runs as static pods of source `http`, and keeps
 //! running once the server is gone, the URL's failure reported in `/manifests`. Beside it, a
 //! manifest file starting with a byte-order mark runs, and one with a repeated key is rejected
-//! naming the key and line, the other pods untouched.
+//! naming the key and line, the other pods untouched. Joined to apiserver-lite, the URL's pod
+//! is a static pod like a file's: mirrored, with `kubernetes.io/config.source: http`.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -129,4 +130,35 @@ async fn a_manifest_url_runs_its_pods_and_survives_the_url_going_away() {
     assert_eq!(after["status"]["containerStatuses"][0]["containerID"], container_id);
     assert_eq!(after["status"]["containerStatuses"][0]["restartCount"], 0);
     node.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joined_kubelet_mirrors_the_urls_pod_with_source_http() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    use k8s_openapi::api::core::v1::Pod;
+    const JOINED: &str = "node-a";
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/pod", listener.local_addr().unwrap());
+    let server = tokio::spawn(serve(listener, sleeper_json("url-web").to_string()));
+    let url_flag = format!("--manifest-url={url}");
+    let flags =
+        [url_flag.as_str(), "--manifest-url-header=X-Token:secret", "--http-check-frequency=1s"];
+    let cluster = e2e::cluster::JoinedNode::start_with_kubelet_flags(JOINED, &flags).await.unwrap();
+    let client = cluster.api.admin_client().await.unwrap();
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client, "default");
+    let mirror_name = format!("url-web-{JOINED}");
+    let mirror = eventually("the URL's pod mirrored and running", WAIT, POLL, || async {
+        let pod = pods.get_opt(&mirror_name).await.ok()??;
+        let running = pod.status.as_ref()?.phase.as_deref() == Some("Running");
+        running.then_some(pod)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    let annotations = mirror.metadata.annotations.clone().unwrap();
+    assert_eq!(annotations["kubernetes.io/config.source"], "http");
+    assert!(annotations.contains_key("kubernetes.io/config.mirror"), "{annotations:?}");
+    server.abort();
+    cluster.stop().await.unwrap();
 }
