@@ -570,7 +570,7 @@ impl KubeletConfig {
         }
         if let Some(url) = &self.static_pod_url {
             if let Err(reason) = super::http::fetch::ManifestUrl::parse(url) {
-                return invalid("staticPodURL", &reason);
+                return invalid("staticPodURL", &format!("{url:?}: {reason}"));
             }
             if self.http_check_frequency.is_zero() {
                 return invalid("httpCheckFrequency", "must be positive");

@@ -37,19 +37,20 @@ pub struct ManifestUrl {
 }
 
 impl ManifestUrl {
+    /// The URL's parts, or why it cannot be fetched in Go's words (without the URL).
     pub fn parse(url: &str) -> Result<Self, String> {
-        let uri: hyper::Uri = url.parse().map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        let uri: hyper::Uri = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
         let https = match uri.scheme_str() {
             Some("http") => false,
             Some("https") => true,
-            Some(other) => return Err(format!("{url:?}: unsupported protocol scheme {other:?}")),
-            None => return Err(format!("{url:?}: unsupported protocol scheme \"\"")),
+            Some(other) => return Err(format!("unsupported protocol scheme {other:?}")),
+            None => return Err("unsupported protocol scheme \"\"".into()),
         };
-        let authority =
-            uri.authority().ok_or_else(|| format!("{url:?}: no Host in request URL"))?;
+        let no_host = || "http: no Host in request URL".to_string();
+        let authority = uri.authority().ok_or_else(no_host)?;
         let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
         if host.is_empty() {
-            return Err(format!("{url:?}: no Host in request URL"));
+            return Err(no_host());
         }
         let userinfo = authority.as_str().rsplit_once('@').map(|(u, _)| u.to_string());
         let path = uri.path_and_query().map_or("/", |p| p.as_str());

@@ -276,10 +276,11 @@ async fn urls_parse_as_go_reads_them() {
     let u = fetch::ManifestUrl::parse("http://[::1]:8080").unwrap();
     assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("::1", 8080, "/"));
     let err = fetch::ManifestUrl::parse("ftp://x/y").unwrap_err();
-    assert_eq!(err, "\"ftp://x/y\": unsupported protocol scheme \"ftp\"");
+    assert_eq!(err, "unsupported protocol scheme \"ftp\"");
     assert!(fetch::ManifestUrl::parse("/just/a/path").is_err());
     let e = get("ftp://x/y", &[], TIMEOUT, MAX_BODY_BYTES).await.unwrap_err();
     assert!(matches!(e, FetchError::Transport { .. }), "{e}");
+    assert_eq!(e.to_string(), "Get \"ftp://x/y\": unsupported protocol scheme \"ftp\"");
 }
 
 #[tokio::test(start_paused = true)]
