@@ -313,3 +313,32 @@ async fn the_source_sends_its_first_set_and_keeps_it_when_the_url_goes_away() {
     task.await.unwrap();
     server.stop.cancel();
 }
+
+#[tokio::test]
+async fn https_checks_the_certificate_against_the_systems_roots() {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(cert.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}/pods", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        // The client refuses the certificate: the handshake fails on this side too.
+        let _ = acceptor.accept(tcp).await;
+    });
+    let err = get(&url, &[], TIMEOUT, MAX_BODY_BYTES).await.unwrap_err().to_string();
+    assert!(err.starts_with(&format!("Get {url:?}: tls: invalid peer certificate")), "{err}");
+    server.await.unwrap();
+}
