@@ -19,6 +19,8 @@ enum Reply {
     Status(&'static str, &'static str),
     /// Accepts, reads the request, never answers.
     Hang,
+    /// 302 to this location.
+    Redirect(String),
 }
 
 /// A loopback HTTP/1.1 server answering every request with the current [`Reply`], keeping
@@ -60,8 +62,13 @@ impl Server {
                     }
                     s.requests.lock().unwrap().push(String::from_utf8_lossy(&head).into_owned());
                     let reply = s.reply.lock().unwrap().clone();
+                    let mut location = String::new();
                     let (status, body) = match reply {
                         Reply::Ok(body) => ("200 OK", body),
+                        Reply::Redirect(to) => {
+                            location = format!("location: {to}\r\n");
+                            ("302 Found", Vec::new())
+                        }
                         Reply::Status(status, body) => (status, body.as_bytes().to_vec()),
                         Reply::Hang => {
                             s.stop.cancelled().await;
@@ -69,7 +76,7 @@ impl Server {
                         }
                     };
                     let head = format!(
-                        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        "HTTP/1.1 {status}\r\n{location}content-length: {}\r\nconnection: close\r\n\r\n",
                         body.len()
                     );
                     let _ = conn.write_all(head.as_bytes()).await;
@@ -341,4 +348,26 @@ async fn https_checks_the_certificate_against_the_systems_roots() {
     let err = get(&url, &[], TIMEOUT, MAX_BODY_BYTES).await.unwrap_err().to_string();
     assert!(err.starts_with(&format!("Get {url:?}: tls: invalid peer certificate")), "{err}");
     server.await.unwrap();
+}
+
+#[tokio::test]
+async fn redirects_are_followed_and_credentials_go_to_the_first_host_only() {
+    let target = Server::start(Reply::Ok(pod("web").into_bytes())).await;
+    let port = target.url.trim_start_matches("http://127.0.0.1:").split('/').next().unwrap();
+    let same_host = Server::start(Reply::Redirect(target.url.clone())).await;
+    let other_host = Server::start(Reply::Redirect(format!("http://localhost:{port}/pods"))).await;
+    let headers = [
+        ("Authorization".to_string(), "Bearer abc".to_string()),
+        ("X-Flavor".to_string(), "a".to_string()),
+    ];
+    for (start, authorization) in [(&same_host, true), (&other_host, false)] {
+        let body = get(&start.url, &headers, TIMEOUT, MAX_BODY_BYTES).await.unwrap();
+        assert_eq!(body, pod("web").into_bytes());
+        let request = target.requests.lock().unwrap().pop().unwrap().to_ascii_lowercase();
+        assert!(request.contains("x-flavor: a\r\n"), "{request}");
+        assert_eq!(request.contains("authorization: bearer abc\r\n"), authorization, "{request}");
+    }
+    let looping = Server::start(Reply::Redirect("/pods".into())).await;
+    let err = get(&looping.url, &[], TIMEOUT, MAX_BODY_BYTES).await.unwrap_err().to_string();
+    assert_eq!(err, format!("Get {:?}: stopped after 10 redirects", looping.url));
 }
