@@ -19,6 +19,7 @@ use crate::config::Source;
 use crate::config::apiserver::ApiSource;
 use crate::config::checkpoint::Checkpoints;
 use crate::config::file::FileSource;
+use crate::config::http::HttpSource;
 use crate::config::kubelet_config::KubeletConfig;
 use crate::config::mux::{self, SourcesReady};
 use crate::events::{self, Recorder};
@@ -273,6 +274,20 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         };
         tasks.spawn(source.run(sets_tx.clone(), manifests_tx, child.clone()));
     }
+    let (manifest_url_tx, manifest_url_rx) = watch::channel(Vec::new());
+    if let Some(url) = &config.static_pod_url {
+        // Upstream: the source counts as seen after its first answer, not before.
+        expected.push(Source::Http);
+        let source = HttpSource {
+            url: url.clone(),
+            headers: config.static_pod_url_headers(),
+            node_name: config.node_name.clone(),
+            period: config.http_check_frequency,
+            timeout: crate::config::http::fetch::TIMEOUT,
+            recorder: recorder.clone(),
+        };
+        tasks.spawn(source.run(sets_tx.clone(), manifest_url_tx, child.clone()));
+    }
     let (mirrors_tx, mirrors_rx) = watch::channel(None);
     if let Some(client) = &client {
         expected.push(Source::Api);
@@ -285,7 +300,13 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     }
     drop(sets_tx);
     let sources_ready = Arc::new(SourcesReady::new(expected));
-    tasks.spawn(mux::run(sets_rx, updates_tx, sources_ready.clone(), child.clone()));
+    tasks.spawn(mux::run(
+        sets_rx,
+        updates_tx,
+        sources_ready.clone(),
+        recorder.clone(),
+        child.clone(),
+    ));
     let relist = Pleg {
         cri: cri.clone(),
         period: config.pleg_relist_period,
@@ -320,6 +341,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let state = ServerState {
         statuses: statuses.clone(),
         manifests: manifests_rx,
+        manifest_url: manifest_url_rx,
         static_config: static_config_rx,
         recorder: recorder.clone(),
         pleg: pleg_health.clone(),

@@ -27,6 +27,19 @@ struct Args {
     /// The static pod directory (upstream's deprecated flag for staticPodPath).
     #[arg(long)]
     pod_manifest_path: Option<PathBuf>,
+    /// URL for accessing additional Pod specifications to run (staticPodURL): a v1 Pod, PodList
+    /// or List, fetched every --http-check-frequency.
+    #[arg(long)]
+    manifest_url: Option<String>,
+    /// Comma-separated list of HTTP headers to use when accessing the url provided to
+    /// --manifest-url (staticPodURLHeader). Multiple headers with the same name will be added
+    /// in the same order provided. This flag can be repeatedly invoked. For example:
+    /// --manifest-url-header 'a:hello,b:again,c:world' --manifest-url-header 'b:beautiful'
+    #[arg(long, value_parser = colon_pairs)]
+    manifest_url_header: Vec<ColonPairs>,
+    /// Duration between checking http for new data (httpCheckFrequency; default 20s).
+    #[arg(long)]
+    http_check_frequency: Option<kubelet::config::duration::GoDuration>,
     /// The directory of node-local ConfigMaps and Secrets static pods may reference
     /// (staticConfigPath; ours; "" disables it).
     #[arg(long)]
@@ -116,6 +129,22 @@ fn key_values(flag: &str) -> Result<std::collections::BTreeMap<String, String>, 
         .collect()
 }
 
+/// One `--manifest-url-header` value: `key:value` pairs, comma-separated.
+#[derive(Debug, Clone)]
+struct ColonPairs(Vec<(String, String)>);
+
+/// Upstream's `ColonSeparatedMultimapStringString`.
+fn colon_pairs(flag: &str) -> Result<ColonPairs, String> {
+    flag.split(',')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| match pair.split_once(':') {
+            Some((k, v)) => Ok((k.trim().to_string(), v.trim().to_string())),
+            None => Err("malformed pair, expect string:string".to_string()),
+        })
+        .collect::<Result<_, _>>()
+        .map(ColonPairs)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -171,6 +200,18 @@ async fn main() -> anyhow::Result<()> {
     if let Some(p) = args.pod_manifest_path.clone() {
         config.static_pod_path = Some(p);
     }
+    if let Some(url) = &args.manifest_url {
+        config.static_pod_url = (!url.is_empty()).then(|| url.clone());
+    }
+    if !args.manifest_url_header.is_empty() {
+        config.static_pod_url_header.clear();
+        for (name, value) in args.manifest_url_header.iter().flat_map(|p| p.0.iter()) {
+            config.static_pod_url_header.entry(name.clone()).or_default().push(value.clone());
+        }
+    }
+    if let Some(d) = args.http_check_frequency {
+        config.http_check_frequency = d.0;
+    }
     if let Some(p) = args.static_config_path.clone() {
         config.static_config_path = (!p.as_os_str().is_empty()).then_some(p);
     }
@@ -204,4 +245,32 @@ async fn main() -> anyhow::Result<()> {
 
     let stop = daemon::stop_on_signal("pods keep running")?;
     kubelet::run(config, stop).await.context("kubelet")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_url_headers_are_read_as_upstreams_colon_separated_multimap() {
+        let args = Args::try_parse_from([
+            "kubelet",
+            "--manifest-url=http://127.0.0.1:8080/pods",
+            "--manifest-url-header",
+            "a:hello,b:again, c : world",
+            "--manifest-url-header=b:beautiful,,",
+            "--http-check-frequency=5s",
+        ])
+        .map_err(|e| e.to_string());
+        let Ok(args) = args else { panic!("{args:?}") };
+        let pairs: Vec<(String, String)> =
+            args.manifest_url_header.iter().flat_map(|p| p.0.clone()).collect();
+        let want = [("a", "hello"), ("b", "again"), ("c", "world"), ("b", "beautiful")];
+        let want: Vec<(String, String)> =
+            want.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        assert_eq!(pairs, want);
+        assert_eq!(args.http_check_frequency.map(|d| d.0), Some(std::time::Duration::from_secs(5)));
+        let err = Args::try_parse_from(["kubelet", "--manifest-url-header=novalue"]).unwrap_err();
+        assert!(err.to_string().contains("malformed pair, expect string:string"), "{err}");
+    }
 }

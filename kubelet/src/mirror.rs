@@ -234,7 +234,7 @@ impl MirrorSync {
                 .statuses
                 .snapshot()
                 .into_iter()
-                .filter(|p| !p.terminated && source_of(&p.pod) == Some(Source::File))
+                .filter(|p| !p.terminated && source_of(&p.pod).is_some_and(Source::is_static))
                 .map(|p| p.pod)
                 .collect();
             let orphans = if housekeeping && self.sources_ready.pods_handled() {

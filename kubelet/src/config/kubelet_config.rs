@@ -37,9 +37,6 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "serverTLSBootstrap",
     "tlsCipherSuites",
     "tlsMinVersion",
-    "staticPodURL",
-    "staticPodURLHeader",
-    "httpCheckFrequency",
     "enableServer",
     "enableDebuggingHandlers",
     "enableProfilingHandler",
@@ -81,6 +78,13 @@ pub struct KubeletConfigFile {
     pub static_config_path: Option<PathBuf>,
     pub container_runtime_endpoint: Option<String>,
     pub file_check_frequency: Option<GoDuration>,
+    /// The manifest URL and the headers sent with it (name → values), fetched every
+    /// `httpCheckFrequency`.
+    #[serde(rename = "staticPodURL")]
+    pub static_pod_url: Option<String>,
+    #[serde(rename = "staticPodURLHeader")]
+    pub static_pod_url_header: Option<BTreeMap<String, Vec<String>>>,
+    pub http_check_frequency: Option<GoDuration>,
     pub sync_frequency: Option<GoDuration>,
     pub runtime_request_timeout: Option<GoDuration>,
     pub pod_logs_dir: Option<PathBuf>,
@@ -214,6 +218,12 @@ pub struct KubeletConfig {
     pub static_config_path: Option<PathBuf>,
     pub container_runtime_endpoint: String,
     pub file_check_frequency: Duration,
+    /// The manifest URL source (`staticPodURL`, `--manifest-url`; `None`: none), the headers
+    /// sent with it (`staticPodURLHeader`, `--manifest-url-header`), and how often it is
+    /// fetched (`httpCheckFrequency`, `--http-check-frequency`).
+    pub static_pod_url: Option<String>,
+    pub static_pod_url_header: BTreeMap<String, Vec<String>>,
+    pub http_check_frequency: Duration,
     pub sync_frequency: Duration,
     pub runtime_request_timeout: Duration,
     pub pod_logs_dir: PathBuf,
@@ -292,6 +302,9 @@ impl Default for KubeletConfig {
             static_config_path: Some(PathBuf::from("/etc/kubernetes/static-config")),
             container_runtime_endpoint: "unix:///run/containerd/containerd.sock".into(),
             file_check_frequency: Duration::from_secs(20),
+            static_pod_url: None,
+            static_pod_url_header: BTreeMap::new(),
+            http_check_frequency: Duration::from_secs(20),
             sync_frequency: Duration::from_secs(60),
             runtime_request_timeout: Duration::from_secs(120),
             pod_logs_dir: PathBuf::from("/var/log/pods"),
@@ -471,6 +484,12 @@ impl KubeletConfigFile {
         if let Some(p) = &self.static_config_path {
             c.static_config_path = (!p.as_os_str().is_empty()).then(|| p.clone());
         }
+        if let Some(url) = &self.static_pod_url {
+            c.static_pod_url = (!url.is_empty()).then(|| url.clone());
+        }
+        if let Some(headers) = &self.static_pod_url_header {
+            c.static_pod_url_header = headers.clone();
+        }
         macro_rules! take {
             ($($field:ident),*) => { $( if let Some(v) = &self.$field { c.$field = v.clone().into(); } )* };
         }
@@ -514,6 +533,7 @@ impl KubeletConfigFile {
         }
         for (field, target) in [
             (self.file_check_frequency, &mut c.file_check_frequency),
+            (self.http_check_frequency, &mut c.http_check_frequency),
             (self.sync_frequency, &mut c.sync_frequency),
             (self.runtime_request_timeout, &mut c.runtime_request_timeout),
             (self.node_status_update_frequency, &mut c.node_status_update_frequency),
@@ -543,6 +563,12 @@ impl KubeletConfig {
         self.client_ca_file.is_some() || self.anonymous_auth
     }
 
+    /// `staticPodURLHeader` as sent: each name once per value, in order.
+    pub fn static_pod_url_headers(&self) -> Vec<(String, String)> {
+        let headers = &self.static_pod_url_header;
+        headers.iter().flat_map(|(n, vs)| vs.iter().map(move |v| (n.clone(), v.clone()))).collect()
+    }
+
     /// Checks what the rest of the kubelet relies on.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid =
@@ -558,6 +584,17 @@ impl KubeletConfig {
         }
         if self.file_check_frequency.is_zero() || self.sync_frequency.is_zero() {
             return invalid("fileCheckFrequency/syncFrequency", "must be positive");
+        }
+        if let Some(url) = &self.static_pod_url {
+            if let Err(reason) = super::http::fetch::ManifestUrl::parse(url) {
+                return invalid("staticPodURL", &format!("{url:?}: {reason}"));
+            }
+            if self.http_check_frequency.is_zero() {
+                return invalid("httpCheckFrequency", "must be positive");
+            }
+        }
+        if let Err(reason) = super::http::fetch::check_headers(&self.static_pod_url_header) {
+            return invalid("staticPodURLHeader", &reason);
         }
         if self.node_status_update_frequency.is_zero() || self.node_lease_duration_seconds == 0 {
             return invalid(

@@ -1,12 +1,14 @@
-//! Reading one static pod manifest: size-limited, YAML or JSON, exactly one `v1` `Pod`, decoded
-//! with field paths on type errors and unknown fields reported, then defaulted, named for this
-//! node and validated with the API server's rules.
+//! Reading one static pod manifest: size-limited, YAML or JSON (a byte-order mark dropped, a
+//! repeated key refused), exactly one `v1` `Pod`, decoded with field paths on type errors and
+//! unknown fields reported, then defaulted, named for this node and validated with the API
+//! server's rules. The manifest URL source decodes its pods with the same [`from_value`].
 
 use std::path::{Path, PathBuf};
 
 use api::keys;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
-use serde::Deserialize;
+
+use super::Source;
 
 /// The largest manifest read (the API server's request limit is 3 MiB).
 pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
@@ -87,21 +89,23 @@ pub fn read(file: &Path, node_name: &str) -> Result<StaticPod, ManifestError> {
     parse(file, &text, node_name)
 }
 
-fn to_value(file: &Path, text: &str) -> Result<serde_json::Value, ManifestError> {
+/// The manifest's one document as a JSON value: a leading byte-order mark dropped, a repeated
+/// mapping key refused ([`super::syntax`]).
+pub(crate) fn to_value(file: &Path, text: &str) -> Result<serde_json::Value, ManifestError> {
     let syntax = |message: String| ManifestError::Syntax { file: file.to_path_buf(), message };
+    let text = super::syntax::strip_bom(text);
     if text.trim().is_empty() {
         return Err(ManifestError::Empty { file: file.to_path_buf() });
     }
     if file.extension().is_some_and(|e| e == "json") {
-        return serde_json::from_str(text).map_err(|e| syntax(format!("JSON syntax: {e}")));
+        return super::syntax::json(text).map_err(syntax);
     }
     // Document by document: the first error ends the read (the iterator itself would go on
     // after a syntax error), and a second document is refused. serde_yaml_ng bounds alias
     // expansion and nesting, so a billion-laughs file fails fast.
     let mut first = None;
-    for (i, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let value =
-            serde_json::Value::deserialize(document).map_err(|e| syntax(format!("YAML: {e}")))?;
+    for (i, document) in super::syntax::yaml_documents(text).enumerate() {
+        let value = document.map_err(syntax)?;
         if i > 0 {
             return Err(ManifestError::MultipleDocuments { file: file.to_path_buf() });
         }
@@ -113,6 +117,17 @@ fn to_value(file: &Path, text: &str) -> Result<serde_json::Value, ManifestError>
 /// Parses manifest text (the file name only chooses JSON or YAML and names errors).
 pub fn parse(file: &Path, text: &str, node_name: &str) -> Result<StaticPod, ManifestError> {
     let value = to_value(file, text)?;
+    from_value(file, value, node_name, Source::File)
+}
+
+/// Decodes one pod of `source` (named by `file`: a path, or the manifest URL), then defaults,
+/// names and validates it.
+pub(crate) fn from_value(
+    file: &Path,
+    value: serde_json::Value,
+    node_name: &str,
+    source: Source,
+) -> Result<StaticPod, ManifestError> {
     let (api_version, kind) = (
         value.get("apiVersion").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
         value.get("kind").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
@@ -131,7 +146,7 @@ pub fn parse(file: &Path, text: &str, node_name: &str) -> Result<StaticPod, Mani
     }
     api::defaults::default_pod(&mut pod);
     let after = validate_after(&pod, node_name);
-    apply_static_defaults(&mut pod, file, node_name);
+    apply_static_defaults(&mut pod, file, node_name, source);
     let mut errors = match api::validation::validate_pod(&pod) {
         Ok(()) => api::validation::ErrorList::default(),
         Err(errors) => errors,
@@ -160,9 +175,10 @@ fn validate_after(pod: &Pod, node_name: &str) -> Result<(), api::validation::Fie
     })
 }
 
-/// What the kubelet adds to a file-sourced pod: a content-derived UID, the `<name>-<node>` name,
-/// the default namespace, this node, the config hash, and a toleration of every NoExecute taint.
-fn apply_static_defaults(pod: &mut Pod, file: &Path, node_name: &str) {
+/// What the kubelet adds to a static pod (from a file or the manifest URL): a UID derived from
+/// the content, node and file (or URL), the `<name>-<node>` name, the default namespace, this
+/// node, the config hash and source, and a toleration of every NoExecute taint.
+fn apply_static_defaults(pod: &mut Pod, file: &Path, node_name: &str, source: Source) {
     if pod.metadata.uid.as_deref().unwrap_or_default().is_empty() {
         let source = file.display().to_string();
         pod.metadata.uid = Some(api::static_pod::static_pod_uid(pod, node_name, &source));
@@ -186,7 +202,7 @@ fn apply_static_defaults(pod: &mut Pod, file: &Path, node_name: &str) {
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     let annotations = pod.metadata.annotations.get_or_insert_with(Default::default);
     annotations.insert(keys::CONFIG_HASH.into(), uid);
-    annotations.insert(keys::CONFIG_SOURCE.into(), keys::SOURCE_FILE.into());
+    annotations.insert(keys::CONFIG_SOURCE.into(), source.as_str().into());
     pod.status.get_or_insert_with(Default::default).phase = Some("Pending".into());
 }
 
@@ -281,6 +297,33 @@ mod tests {
             assert!(msg.contains(file), "{file}: error must name the file: {msg}");
             assert!(msg.contains(want), "{file}: {msg} should mention {want:?}");
         }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_read_past() {
+        let with_bom = format!("\u{feff}{NGINX}");
+        let sp = parse(&p("bom.yaml"), &with_bom, "node-1").unwrap();
+        assert_eq!(sp.pod.metadata.name.as_deref(), Some("nginx-pod-node-1"));
+        let json = "\u{feff}{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"j\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.35\"}]}}";
+        assert!(parse(&p("bom.json"), json, "n").is_ok());
+        let err = parse(&p("only-bom.yaml"), "\u{feff}\n", "n").unwrap_err();
+        assert!(matches!(err, ManifestError::Empty { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_duplicated_key_is_refused_naming_the_key_and_line() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a, name: b}\nspec:\n  containers:\n  - name: c\n    image: busybox:1.35\n";
+        let err = parse(&p("dup.yaml"), text, "n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "/etc/kubernetes/manifests/dup.yaml: YAML: line 3: key \"name\" already set in map"
+        );
+        let json = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\n\"metadata\":{\"name\":\"a\",\"name\":\"b\"}}";
+        let err = parse(&p("dup.json"), json, "n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "/etc/kubernetes/manifests/dup.json: JSON syntax: line 2: key \"name\" already set in map"
+        );
     }
 
     #[test]

@@ -1,7 +1,13 @@
 //! The pod config mux: merges each source's full pod set into per-source updates, as upstream's
 //! `podStorage.Merge`, and tracks which sources have been seen and handled (housekeeping waits).
+//!
+//! A pod's full name (namespace and name) belongs to one source at a time: the first to declare
+//! it. A pod of another source with that name is withheld, with upstream's duplicate-name
+//! warning (an event and a log line, once), and runs once the owner lets the name go — as the
+//! file source treats two files declaring one pod (upstream merges each source alone, and two
+//! sources' pods of one name collide in its pod manager).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
@@ -12,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Op, PodUpdate, Source, SourceSet};
+use crate::events::{ObjectRef, Recorder};
 
 /// Annotations the kubelet itself sets; a change in them is not a change of the pod.
 const LOCAL_ANNOTATIONS: [&str; 3] = [keys::CONFIG_SOURCE, keys::CONFIG_SEEN, keys::CONFIG_MIRROR];
@@ -61,6 +68,40 @@ impl SourcesReady {
 #[derive(Debug, Default)]
 pub struct PodConfig {
     sources: BTreeMap<Source, BTreeMap<String, Arc<Pod>>>,
+    /// Each source's last complete set, withheld pods included.
+    wanted: BTreeMap<Source, Vec<Pod>>,
+    /// Which source holds each full name.
+    owners: HashMap<(String, String), Source>,
+    /// The pods withheld now, by source and UID, so each is reported once.
+    withheld: HashSet<(Source, String)>,
+}
+
+/// A pod left out because another source declared its name first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Withheld {
+    pub source: Source,
+    pub pod: Pod,
+    pub owner: Source,
+}
+
+impl Withheld {
+    /// Upstream's duplicate-name warning (`format.Pod`: `name_namespace(uid)`).
+    pub fn message(&self) -> String {
+        let m = &self.pod.metadata;
+        let name = m.name.as_deref().unwrap_or_default();
+        format!(
+            "Error validating pod {name}_{}({}) from {} due to duplicate pod name {name:?}, ignoring (the {} source declares it)",
+            m.namespace.as_deref().unwrap_or_default(),
+            m.uid.as_deref().unwrap_or_default(),
+            self.source.as_str(),
+            self.owner.as_str(),
+        )
+    }
+}
+
+fn full_name(pod: &Pod) -> (String, String) {
+    let m = &pod.metadata;
+    (m.namespace.clone().unwrap_or_default(), m.name.clone().unwrap_or_default())
 }
 
 fn semantic_annotations(pod: &Pod) -> BTreeMap<&str, &str> {
@@ -93,6 +134,56 @@ impl PodConfig {
     /// Merges a source's complete set; returns the updates in upstream's order: removes, adds,
     /// updates, deletes, reconciles.
     pub fn merge(&mut self, set: SourceSet, now: SystemTime) -> Vec<PodUpdate> {
+        self.merge_reporting(set, now).0
+    }
+
+    /// [`PodConfig::merge`], and the pods newly withheld because another source holds their
+    /// name. A name let go passes to a withheld pod: its source gets the updates too.
+    pub fn merge_reporting(
+        &mut self,
+        set: SourceSet,
+        now: SystemTime,
+    ) -> (Vec<PodUpdate>, Vec<Withheld>) {
+        let merged = set.source;
+        self.wanted.insert(merged, set.pods);
+        let wanted = &self.wanted;
+        self.owners.retain(|key, owner| {
+            wanted.get(owner).is_some_and(|pods| pods.iter().any(|p| full_name(p) == *key))
+        });
+        // Names nobody holds: the other sources' withheld pods were there first.
+        let order: Vec<Source> =
+            wanted.keys().copied().filter(|s| *s != merged).chain([merged]).collect();
+        for source in &order {
+            for pod in &wanted[source] {
+                self.owners.entry(full_name(pod)).or_insert(*source);
+            }
+        }
+        let mut updates = Vec::new();
+        let mut newly_withheld = Vec::new();
+        let mut withheld_now = HashSet::new();
+        let sources: Vec<Source> = self.wanted.keys().copied().collect();
+        for source in sources {
+            let (mut keep, mut out) = (Vec::new(), Vec::new());
+            for pod in &self.wanted[&source] {
+                match self.owners.get(&full_name(pod)) {
+                    Some(owner) if *owner != source => out.push((pod.clone(), *owner)),
+                    _ => keep.push(pod.clone()),
+                }
+            }
+            for (pod, owner) in out {
+                let key = (source, pod.metadata.uid.clone().unwrap_or_default());
+                if !self.withheld.contains(&key) {
+                    newly_withheld.push(Withheld { source, pod, owner });
+                }
+                withheld_now.insert(key);
+            }
+            updates.extend(self.merge_one(SourceSet { source, pods: keep }, now));
+        }
+        self.withheld = withheld_now;
+        (updates, newly_withheld)
+    }
+
+    fn merge_one(&mut self, set: SourceSet, now: SystemTime) -> Vec<PodUpdate> {
         let source = set.source;
         let old = self.sources.remove(&source).unwrap_or_default();
         let mut current = BTreeMap::new();
@@ -163,11 +254,13 @@ impl PodConfig {
     }
 }
 
-/// Runs the mux until every source has hung up or `stop` fires.
+/// Runs the mux until every source has hung up or `stop` fires; a withheld pod is a Warning
+/// event (upstream's `FailedValidation`) and a log line.
 pub async fn run(
     mut sets: mpsc::Receiver<SourceSet>,
     updates: mpsc::Sender<PodUpdate>,
     ready: Arc<SourcesReady>,
+    recorder: Recorder,
     stop: CancellationToken,
 ) {
     let mut config = PodConfig::default();
@@ -177,7 +270,13 @@ pub async fn run(
             set = sets.recv() => match set { Some(s) => s, None => return },
         };
         let source = set.source;
-        for update in config.merge(set, SystemTime::now()) {
+        let (merged, withheld) = config.merge_reporting(set, SystemTime::now());
+        for w in withheld {
+            let message = w.message();
+            tracing::warn!(source = w.source.as_str(), "{message}");
+            recorder.warning(&ObjectRef::pod(&w.pod), "FailedValidation", message);
+        }
+        for update in merged {
             if updates.send(update).await.is_err() {
                 return;
             }
@@ -267,6 +366,55 @@ mod tests {
             ops(&c.merge(set(vec![a]), SystemTime::now())),
             [(Op::Delete, vec!["a".to_string()])]
         );
+    }
+
+    #[test]
+    fn a_name_belongs_to_the_first_source_and_passes_on_when_let_go() {
+        let named = |uid: &str, name: &str| {
+            let mut p = pod(uid, "x:1");
+            p.metadata.name = Some(name.into());
+            p
+        };
+        let from = |source, pods| SourceSet { source, pods };
+        let t = SystemTime::UNIX_EPOCH;
+        let mut c = PodConfig::default();
+        let (u, withheld) = c.merge_reporting(from(Source::File, vec![named("f", "web-n")]), t);
+        assert_eq!(ops(&u), [(Op::Add, vec!["f".to_string()])]);
+        assert!(withheld.is_empty());
+
+        // The URL declares the same name, and another: only the other runs.
+        let http = vec![named("h", "web-n"), named("h2", "other-n")];
+        let (u, withheld) = c.merge_reporting(from(Source::Http, http.clone()), t);
+        assert_eq!(ops(&u), [(Op::Add, vec!["h2".to_string()])]);
+        assert_eq!(u[0].source, Source::Http);
+        assert_eq!(withheld.len(), 1);
+        assert_eq!(
+            withheld[0].message(),
+            "Error validating pod web-n_default(h) from http due to duplicate pod name \"web-n\", ignoring (the file source declares it)"
+        );
+        // Reported once, not at every fetch.
+        let (u, withheld) = c.merge_reporting(from(Source::Http, http.clone()), t);
+        assert!(u.is_empty() && withheld.is_empty());
+
+        // The file goes: the URL's pod takes the name.
+        let (u, _) = c.merge_reporting(from(Source::File, Vec::new()), t);
+        let by_source: Vec<(Source, Op, Vec<String>)> = u
+            .iter()
+            .map(|u| {
+                (u.source, u.op, u.pods.iter().filter_map(|p| p.metadata.uid.clone()).collect())
+            })
+            .collect();
+        assert_eq!(
+            by_source,
+            [
+                (Source::File, Op::Remove, vec!["f".to_string()]),
+                (Source::Http, Op::Add, vec!["h".to_string()])
+            ]
+        );
+        // Now the file comes back: the URL holds the name.
+        let (u, withheld) = c.merge_reporting(from(Source::File, vec![named("f", "web-n")]), t);
+        assert!(u.is_empty());
+        assert_eq!((withheld[0].source, withheld[0].owner), (Source::File, Source::Http));
     }
 
     #[test]

@@ -115,7 +115,7 @@ fn node_name(node: &Node) -> &str {
 
 /// Upstream's `IsStaticPod`: from a source other than the apiserver.
 fn is_static(pod: &Pod) -> bool {
-    source_of(pod).is_some_and(|s| s != Source::Api)
+    source_of(pod).is_some_and(Source::is_static)
 }
 
 /// Upstream's `generalFilter`: `AdmissionCheck` with every failure, then untolerated

@@ -211,7 +211,7 @@ pub struct ObjectSources {
 impl ObjectSources {
     /// The manager the pod's objects are kept by (`None`: it has none).
     pub fn manager_of(&self, pod: &Pod) -> Option<&Arc<dyn ObjectManager>> {
-        if crate::status::manager::source_of(pod) == Some(Source::File) {
+        if crate::status::manager::source_of(pod).is_some_and(Source::is_static) {
             self.local.as_ref()
         } else {
             self.api.as_ref()
@@ -222,7 +222,7 @@ impl ObjectSources {
     fn manager_for(&self, pod: &Pod, key: &ObjectKey) -> Result<&dyn ObjectManager, ObjectError> {
         match self.manager_of(pod) {
             Some(manager) => Ok(manager.as_ref()),
-            None if crate::status::manager::source_of(pod) == Some(Source::File) => {
+            None if crate::status::manager::source_of(pod).is_some_and(Source::is_static) => {
                 Err(ObjectError::NoStaticConfig(key.clone()))
             }
             None => Err(ObjectError::NoApiServer(key.clone())),

@@ -2,8 +2,8 @@
 //! serves), `GET /healthz`, `/stats/summary` and `/metrics/resource` ([`stats`](super::stats)),
 //! `/metrics` and `/metrics/probes` ([`metrics`](super::metrics)),
 //! and two additions of ours: `GET /manifests` (each file in the static
-//! pod directory, then each in the static config directory: accepted, rejected, ignored,
-//! duplicate or being written, with the reason) and `GET /events` (the local event list). The
+//! pod directory, the manifest URL, then each file in the static config directory: accepted,
+//! rejected, ignored, duplicate or being written, with the reason) and `GET /events` (the local event list). The
 //! secure port serves the same routes to authorized callers (`kubectl-lite --kubelet`).
 
 use std::sync::Arc;
@@ -27,6 +27,8 @@ use crate::watchdog::SyncLoopHealth;
 pub struct ServerState {
     pub statuses: Arc<StatusManager>,
     pub manifests: watch::Receiver<Vec<ManifestReport>>,
+    /// The manifest URL's state (the URL as the file).
+    pub manifest_url: watch::Receiver<Vec<ManifestReport>>,
     /// The static config directory's files, reported as the manifests are.
     pub static_config: watch::Receiver<Vec<ManifestReport>>,
     pub recorder: Recorder,
@@ -61,6 +63,7 @@ pub(super) async fn healthz(State(s): State<ServerState>) -> Response {
 
 pub(super) async fn manifests(State(s): State<ServerState>) -> Response {
     let mut files = s.manifests.borrow().clone();
+    files.extend(s.manifest_url.borrow().iter().cloned());
     files.extend(s.static_config.borrow().iter().cloned());
     Json(files).into_response()
 }

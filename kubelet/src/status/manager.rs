@@ -50,11 +50,7 @@ impl Default for StatusManager {
 
 /// The source a pod came from (`kubernetes.io/config.source`).
 pub fn source_of(pod: &Pod) -> Option<Source> {
-    match pod.metadata.annotations.as_ref()?.get(api::keys::CONFIG_SOURCE)?.as_str() {
-        api::keys::SOURCE_API => Some(Source::Api),
-        api::keys::SOURCE_FILE => Some(Source::File),
-        _ => None,
-    }
+    Source::parse(pod.metadata.annotations.as_ref()?.get(api::keys::CONFIG_SOURCE)?)
 }
 
 impl StatusManager {

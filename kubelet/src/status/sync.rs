@@ -150,7 +150,7 @@ impl StatusSync {
                     Some(Source::Api) => {
                         Some((p, Target { uid: &p.uid, status: p.pod.status.as_ref() }))
                     }
-                    Some(Source::File) => mirrors
+                    Some(Source::File | Source::Http) => mirrors
                         .get(&full_name(&p.pod))
                         .filter(|m| is_mirror_of(m, &p.pod))
                         .and_then(|m| Some((m.metadata.uid.as_deref()?, m.status.as_ref())))

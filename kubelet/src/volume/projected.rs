@@ -25,7 +25,7 @@ async fn token(
 ) -> Result<String, SetupError> {
     let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
-    if crate::status::manager::source_of(pod) == Some(Source::File) {
+    if crate::status::manager::source_of(pod).is_some_and(Source::is_static) {
         return Err(TokenError::StaticPod { namespace, pod: pod_name }.into());
     }
     let Some(tokens) = &vm.tokens else {

@@ -245,3 +245,50 @@ fn webhook_authorization_is_the_default_and_needs_an_apiserver() {
     assert_eq!("Webhook".parse(), Ok(AuthorizationMode::Webhook));
     assert!("rbac".parse::<AuthorizationMode>().is_err());
 }
+
+#[test]
+fn the_manifest_url_its_headers_and_period_are_read_and_checked() {
+    let text = "staticPodURL: https://config.example/pods\nstaticPodURLHeader:\n  Authorization: [\"Bearer t\"]\n  X-Flavor: [a, b]\nhttpCheckFrequency: 5s\n";
+    let file = KubeletConfigFile::parse(Path::new("k"), text).unwrap();
+    assert!(file.notes().accepted_not_implemented.is_empty(), "all three are acted on");
+    let mut c = KubeletConfig { node_name: "n".into(), ..KubeletConfig::default() };
+    assert_eq!(
+        (c.static_pod_url.as_deref(), c.http_check_frequency),
+        (None, Duration::from_secs(20))
+    );
+    file.apply(&mut c);
+    assert_eq!(c.static_pod_url.as_deref(), Some("https://config.example/pods"));
+    assert_eq!(c.http_check_frequency, Duration::from_secs(5));
+    assert_eq!(
+        c.static_pod_url_headers(),
+        [
+            ("Authorization".to_string(), "Bearer t".to_string()),
+            ("X-Flavor".to_string(), "a".to_string()),
+            ("X-Flavor".to_string(), "b".to_string()),
+        ]
+    );
+    c.validate().unwrap();
+
+    let invalid = |edit: &dyn Fn(&mut KubeletConfig)| {
+        let mut bad = c.clone();
+        edit(&mut bad);
+        bad.validate().unwrap_err().to_string()
+    };
+    assert_eq!(
+        invalid(&|c| c.static_pod_url = Some("ftp://x/pods".into())),
+        "kubelet config: staticPodURL: \"ftp://x/pods\": unsupported protocol scheme \"ftp\""
+    );
+    assert_eq!(
+        invalid(&|c| c.http_check_frequency = Duration::ZERO),
+        "kubelet config: httpCheckFrequency: must be positive"
+    );
+    assert_eq!(
+        invalid(&|c| {
+            c.static_pod_url_header.insert("Bad Name".into(), vec!["v".into()]);
+        }),
+        "kubelet config: staticPodURLHeader: invalid header field name \"Bad Name\""
+    );
+    let empty = KubeletConfigFile::parse(Path::new("k"), "staticPodURL: \"\"\n").unwrap();
+    empty.apply(&mut c);
+    assert_eq!(c.static_pod_url, None, "an empty URL is no URL source");
+}

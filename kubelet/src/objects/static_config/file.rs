@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use api::validation::{ErrorList, FieldError, Path as FieldPath};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use serde::Deserialize;
 
 use crate::objects::{Object, ObjectKey, ObjectKind};
 
@@ -126,20 +125,19 @@ pub fn read(
     Ok(parsed)
 }
 
-/// The file's documents as JSON values (the file name only chooses JSON or YAML).
+/// The file's documents as JSON values (the file name only chooses JSON or YAML; a byte-order
+/// mark is dropped and a repeated key refused, as in manifests).
 fn documents(file: &Path, text: &str) -> Result<Vec<serde_json::Value>, FileError> {
     let syntax = |message: String| FileError::Syntax { file: file.to_path_buf(), message };
     if file.extension().is_some_and(|e| e == "json") {
-        let value = serde_json::from_str(text).map_err(|e| syntax(format!("JSON syntax: {e}")))?;
-        return Ok(vec![value]);
+        return Ok(vec![crate::config::syntax::json(text).map_err(syntax)?]);
     }
     // Document by document: the first error ends the read. serde_yaml_ng bounds alias
     // expansion and nesting, so a billion-laughs file fails fast. Empty documents (a stray
     // `---`) are skipped.
     let mut out = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(text) {
-        let value =
-            serde_json::Value::deserialize(document).map_err(|e| syntax(format!("YAML: {e}")))?;
+    for document in crate::config::syntax::yaml_documents(text) {
+        let value = document.map_err(syntax)?;
         if !value.is_null() {
             out.push(value);
         }

@@ -97,6 +97,14 @@ fn yaml_documents_and_json_files_are_served_in_their_namespaces_with_string_data
 }
 
 #[test]
+fn a_file_starting_with_a_byte_order_mark_is_read() {
+    let mut d = Dir::new();
+    write(d.path(), "bom.yaml", &format!("\u{feff}{CONFIG}"), 0o600);
+    let (published, reports) = d.rescan();
+    assert_eq!(published.objects.len(), 1, "{reports:?}");
+}
+
+#[test]
 fn other_files_are_ignored_and_listed_with_the_reason() {
     let mut d = Dir::new();
     write(d.path(), "app.yaml.bak", CONFIG, 0o644);
@@ -164,6 +172,16 @@ fn bad_files_are_refused_naming_the_file_and_the_problem() {
             "twice.yaml",
             &format!("{CONFIG}---\n{CONFIG}"),
             "defines configMap default/app-config twice (documents 1 and 2)",
+        ),
+        (
+            "dupkey.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\ndata:\n  a: one\n  a: two\n",
+            "YAML: line 6: key \"a\" already set in map",
+        ),
+        (
+            "dupkey.json",
+            "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\",\n \"kind\": \"Secret\"}",
+            "JSON syntax: line 2: key \"kind\" already set in map",
         ),
     ];
     let mut d = Dir::new();
