@@ -1,6 +1,7 @@
-//! Pods another kubelet made, replayed into the fake runtime from `crictl inspectp` and
-//! `crictl inspect` output: each sandbox is run, and each container created (and started, and
-//! exited with its exit code, as its state says) from the CRI config the runtime recorded
+//! Pods another kubelet made, read from `crictl inspectp` and `crictl inspect` output
+//! ([`read_crictl`]) and replayed into the fake runtime: each sandbox is run, and each container
+//! created (and started, and exited with its exit code, as its state says) from the CRI config
+//! the runtime recorded
 //! (`info.config`: the CRI message's fields in snake case, defaults omitted). Labels,
 //! annotations, command, environment, mounts, resources and namespaces are the recorded ones;
 //! IDs and times are new, and a container's image is the one its status names (the recorded
@@ -181,66 +182,104 @@ fn read(file: &Path) -> Result<Value, ImportError> {
     serde_json::from_str(&text).map_err(|source| ImportError::Json { file: file.into(), source })
 }
 
+/// One captured container: its ID then, its CRI config, and the state it was in.
+#[derive(Debug, Clone)]
+pub struct CapturedContainer {
+    pub id: String,
+    pub config: cri::ContainerConfig,
+    /// `CONTAINER_RUNNING`, `CONTAINER_EXITED`, …, as `crictl` prints it.
+    pub state: String,
+    pub exit_code: i32,
+}
+
+/// One captured pod: its sandbox's ID then and CRI config, and its containers.
+#[derive(Debug, Clone)]
+pub struct CapturedPod {
+    pub id: String,
+    pub sandbox: cri::PodSandboxConfig,
+    pub containers: Vec<CapturedContainer>,
+}
+
+/// Reads the `pod-*.json` (`crictl inspectp`) and `container-*.json` (`crictl inspect`) files
+/// of `dir`, in name order, into the CRI configs they record. `rewrite` maps recorded host
+/// paths (log directories, mount sources) to this machine's. A container's image is the one its
+/// status names. Any runtime can be given them again ([`FakeRuntime::import_crictl`], or a real
+/// one over CRI).
+pub fn read_crictl(
+    dir: &Path,
+    rewrite: &dyn Fn(String) -> String,
+) -> Result<Vec<CapturedPod>, ImportError> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| ImportError::Read { file: dir.into(), source })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let mut pods: Vec<CapturedPod> = Vec::new();
+    for file in files.iter().filter(|p| name(p).is_some_and(|n| n.starts_with("pod-"))) {
+        let v = read(file)?;
+        let missing = |field| ImportError::Missing { file: file.clone(), field };
+        let id = at(&v, &["status", "id"]).and_then(Value::as_str).ok_or(missing("status.id"))?;
+        let config = at(&v, &["info", "config"]).ok_or(missing("info.config"))?;
+        let sandbox = sandbox_config(config, rewrite);
+        pods.push(CapturedPod { id: id.to_string(), sandbox, containers: Vec::new() });
+    }
+    for file in files.iter().filter(|p| name(p).is_some_and(|n| n.starts_with("container-"))) {
+        let v = read(file)?;
+        let missing = |field| ImportError::Missing { file: file.clone(), field };
+        let id = at(&v, &["status", "id"]).and_then(Value::as_str).ok_or(missing("status.id"))?;
+        let sandbox = at(&v, &["info", "sandboxID"])
+            .and_then(Value::as_str)
+            .ok_or(missing("info.sandboxID"))?;
+        let config = at(&v, &["info", "config"]).ok_or(missing("info.config"))?;
+        let image = at(&v, &["status", "image", "image"])
+            .and_then(Value::as_str)
+            .ok_or(missing("status.image.image"))?;
+        let pod = pods.iter_mut().find(|p| p.id == sandbox).ok_or_else(|| {
+            ImportError::NoSandbox { file: file.clone(), sandbox: sandbox.to_string() }
+        })?;
+        let state = at(&v, &["status", "state"]).and_then(Value::as_str).unwrap_or_default();
+        let code = at(&v, &["status", "exitCode"]).and_then(Value::as_i64).unwrap_or(0);
+        pod.containers.push(CapturedContainer {
+            id: id.to_string(),
+            config: container_config(config, image.to_string(), rewrite),
+            state: state.to_string(),
+            exit_code: i32::try_from(code).unwrap_or(0),
+        });
+    }
+    Ok(pods)
+}
+
 impl FakeRuntime {
-    /// Replays the `pod-*.json` (`crictl inspectp`) and then the `container-*.json` (`crictl
-    /// inspect`) files of `dir`, in name order. `rewrite` maps recorded host paths (log
-    /// directories, mount sources) to this machine's. The images the containers' statuses name
-    /// must be present ([`FakeRuntime::add_image`]).
+    /// Replays what [`read_crictl`] reads of `dir`: each sandbox run, each container created,
+    /// started and exited as its captured state says. The images the containers' statuses
+    /// name must be present ([`FakeRuntime::add_image`]).
     pub fn import_crictl(
         &self,
         dir: &Path,
         rewrite: &dyn Fn(String) -> String,
     ) -> Result<Imported, ImportError> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|source| ImportError::Read { file: dir.into(), source })?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect();
-        files.sort();
-        let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
         let mut imported = Imported::default();
-        for file in files.iter().filter(|p| name(p).is_some_and(|n| n.starts_with("pod-"))) {
-            let v = read(file)?;
-            let missing = |field| ImportError::Missing { file: file.clone(), field };
-            let id =
-                at(&v, &["status", "id"]).and_then(Value::as_str).ok_or(missing("status.id"))?;
-            let config = at(&v, &["info", "config"]).ok_or(missing("info.config"))?;
-            let new = self
-                .run_pod_sandbox(Some(sandbox_config(config, rewrite)))
-                .map_err(|s| ImportError::Refused { file: file.clone(), status: Box::new(s) })?;
-            imported.sandboxes.insert(id.to_string(), new);
-        }
-        for file in files.iter().filter(|p| name(p).is_some_and(|n| n.starts_with("container-"))) {
-            let v = read(file)?;
-            let missing = |field| ImportError::Missing { file: file.clone(), field };
-            let refused = |s| ImportError::Refused { file: file.clone(), status: Box::new(s) };
-            let id =
-                at(&v, &["status", "id"]).and_then(Value::as_str).ok_or(missing("status.id"))?;
-            let sandbox = at(&v, &["info", "sandboxID"])
-                .and_then(Value::as_str)
-                .ok_or(missing("info.sandboxID"))?;
-            let config = at(&v, &["info", "config"]).ok_or(missing("info.config"))?;
-            let image = at(&v, &["status", "image", "image"])
-                .and_then(Value::as_str)
-                .ok_or(missing("status.image.image"))?;
-            let new_sandbox = imported.sandboxes.get(sandbox).ok_or_else(|| {
-                ImportError::NoSandbox { file: file.clone(), sandbox: sandbox.to_string() }
-            })?;
-            let req = cri::CreateContainerRequest {
-                pod_sandbox_id: new_sandbox.clone(),
-                config: Some(container_config(config, image.to_string(), rewrite)),
-                sandbox_config: None,
-            };
-            let new = self.create_container(req).map_err(refused)?;
-            let state = at(&v, &["status", "state"]).and_then(Value::as_str).unwrap_or_default();
-            if state != "CONTAINER_CREATED" {
-                self.start_container(&new).map_err(refused)?;
+        for pod in read_crictl(dir, rewrite)? {
+            let refused = |s| ImportError::Refused { file: dir.join(&pod.id), status: Box::new(s) };
+            let sandbox = self.run_pod_sandbox(Some(pod.sandbox.clone())).map_err(refused)?;
+            for c in pod.containers {
+                let req = cri::CreateContainerRequest {
+                    pod_sandbox_id: sandbox.clone(),
+                    config: Some(c.config),
+                    sandbox_config: None,
+                };
+                let new = self.create_container(req).map_err(refused)?;
+                if c.state != "CONTAINER_CREATED" {
+                    self.start_container(&new).map_err(refused)?;
+                }
+                if c.state == "CONTAINER_EXITED" {
+                    self.exit_container(&new, c.exit_code);
+                }
+                imported.containers.insert(c.id, new);
             }
-            if state == "CONTAINER_EXITED" {
-                let code = at(&v, &["status", "exitCode"]).and_then(Value::as_i64).unwrap_or(0);
-                self.exit_container(&new, i32::try_from(code).unwrap_or(0));
-            }
-            imported.containers.insert(id.to_string(), new);
+            imported.sandboxes.insert(pod.id, sandbox);
         }
         Ok(imported)
     }

@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use images::{ImageRef, InvalidRef};
-pub use import::{ImportError, Imported};
+pub use import::{CapturedContainer, CapturedPod, ImportError, Imported, read_crictl};
 pub use ipam::{InvalidCidr, PodCidr};
 pub use logs::rfc3339_nanos;
 pub use program::{ExecHandler, ExecOutcome, Match, OnSigterm, Program, Stream};

@@ -429,6 +429,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             mirrors: mirrors_rx.clone(),
             client: client.clone(),
             node_name: config.node_name.clone(),
+            node: node_rx.clone(),
             sources_ready: sources_ready.clone(),
         };
         tasks.spawn(mirrors.run(child.clone()));

@@ -78,6 +78,8 @@ pub enum DeleteReason {
     Outdated,
     /// Someone deleted it through the API; the kubelet confirms and creates it again.
     DeletedThroughApi,
+    /// Its owner is a Node that was deleted (the Node of this name now has another UID).
+    OwnerGone,
 }
 
 /// One step that brings the mirrors in step with the static pods.
@@ -100,11 +102,19 @@ pub enum Orphans {
     Keep,
 }
 
-/// The deletions (first) and creations that make `mirrors` reflect `static_pods`.
+/// Whether `mirror` is owned by the Node of UID `node_uid` (any, while it is unknown).
+fn owned_by(mirror: &Pod, node_uid: Option<&str>) -> bool {
+    let Some(uid) = node_uid else { return true };
+    mirror.metadata.owner_references.iter().flatten().any(|o| o.kind == "Node" && o.uid == uid)
+}
+
+/// The deletions (first) and creations that make `mirrors` reflect `static_pods`, each owned
+/// by the Node of UID `node_uid` (when known).
 pub fn plan(
     static_pods: &[Arc<Pod>],
     mirrors: &BTreeMap<String, Pod>,
     orphans: Orphans,
+    node_uid: Option<&str>,
 ) -> Vec<MirrorAction> {
     let mut deletes = Vec::new();
     let mut creates = Vec::new();
@@ -117,10 +127,12 @@ pub fn plan(
     let wanted: HashSet<String> = static_pods.iter().map(|p| full_name(p)).collect();
     for pod in static_pods {
         match mirrors.get(&full_name(pod)) {
-            Some(m) if is_mirror_of(m, pod) => {}
+            Some(m) if is_mirror_of(m, pod) && owned_by(m, node_uid) => {}
             Some(m) => {
                 let reason = if m.metadata.deletion_timestamp.is_some() {
                     DeleteReason::DeletedThroughApi
+                } else if is_mirror_of(m, pod) {
+                    DeleteReason::OwnerGone
                 } else {
                     DeleteReason::Outdated
                 };
@@ -194,6 +206,8 @@ pub struct MirrorSync {
     pub mirrors: watch::Receiver<MirrorView>,
     pub client: Client,
     pub node_name: String,
+    /// The Node as last registered or posted: mirrors must be owned by its UID.
+    pub node: watch::Receiver<Arc<Node>>,
     pub sources_ready: Arc<SourcesReady>,
 }
 
@@ -219,10 +233,15 @@ impl MirrorSync {
         // Static pods whose mirror could not be created: retried on the tick, warned once.
         let mut failing: HashSet<String> = HashSet::new();
         let mut view_open = true;
+        let mut node_open = true;
         loop {
             let housekeeping = tokio::select! {
                 () = stop.cancelled() => return,
                 _ = changes.changed() => false,
+                r = self.node.changed(), if node_open => {
+                    node_open = r.is_ok();
+                    false
+                }
                 r = self.mirrors.changed(), if view_open => {
                     view_open = r.is_ok();
                     false
@@ -242,7 +261,8 @@ impl MirrorSync {
             } else {
                 Orphans::Keep
             };
-            for action in plan(&static_pods, &mirrors, orphans) {
+            let node_uid = self.node.borrow_and_update().metadata.uid.clone();
+            for action in plan(&static_pods, &mirrors, orphans, node_uid.as_deref()) {
                 let key = match &action {
                     MirrorAction::Create(p) => p.metadata.uid.clone().unwrap_or_default(),
                     MirrorAction::Delete { .. } => String::new(),

@@ -142,3 +142,44 @@ async fn a_static_pod_is_mirrored_recreated_replaced_and_removed_through_the_api
 
     cluster.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_node_is_registered_again_and_its_mirror_pods_follow_the_new_node() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let cluster = JoinedNode::start(NODE).await.unwrap();
+    let (api, kubelet) = (&cluster.api, &cluster.kubelet);
+    let client = api.admin_client().await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let cri = cluster.containerd.client().await.unwrap();
+    let logs = |what: &str| cluster.logs(what);
+    kubelet.write_manifest("web.yaml", &manifest("1")).unwrap();
+    let mirror = eventually("mirror pod running", WAIT, POLL, || async {
+        running_mirror(pods.get_opt(MIRROR).await.ok()?)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    let old_node = nodes.get(NODE).await.unwrap().metadata.uid.unwrap();
+    let containers = running_containers(&cri).await;
+
+    let out = api.kubectl(&["delete", "node", NODE]).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let new_node = eventually("the node registered again", WAIT, POLL, || async {
+        let uid = nodes.get_opt(NODE).await.ok()??.metadata.uid?;
+        (uid != old_node).then_some(uid)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    let again = eventually("the mirror owned by the new node", WAIT, POLL, || async {
+        let p = running_mirror(pods.get_opt(MIRROR).await.ok()?)?;
+        let owner = p.metadata.owner_references.clone()?.into_iter().next()?;
+        (owner.uid == new_node).then_some(p)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    assert_ne!(again.metadata.uid, mirror.metadata.uid, "a new mirror object");
+    assert_eq!(running_containers(&cri).await, containers, "the static pod kept running");
+    cluster.stop().await.unwrap();
+}

@@ -23,9 +23,13 @@ fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/upstream-kubelet-v1.35")
 }
 
-/// Container name → (id, attempt) of every container the runtime holds.
+/// Container name → (id, attempt) of every container the runtime holds (the newest of a name).
 fn containers(list: &[cri::Container]) -> BTreeMap<String, (String, u32)> {
-    list.iter()
+    // Oldest first, so the newest of a name is the one kept.
+    let mut by_age: Vec<&cri::Container> = list.iter().collect();
+    by_age.sort_by_key(|c| c.created_at);
+    by_age
+        .into_iter()
         .map(|c| {
             let pod = &c.labels["io.kubernetes.pod.name"];
             let m = c.metadata.as_ref().unwrap();
@@ -348,4 +352,110 @@ async fn static_pods_start_in_their_declared_order_and_a_cycle_is_reported() {
     let b2 = n.kubelet.pod(&format!("b-{NODE}")).await.unwrap();
     assert_eq!(b2["status"]["containerStatuses"][0]["containerID"], b_container, "b kept running");
     n.teardown().await;
+}
+
+/// Upstream's pods, replayed into a real containerd from their `crictl inspect` output (the
+/// image swapped for the test image, host paths moved under this kubelet's dirs), then adopted.
+#[tokio::test]
+async fn pods_another_kubelet_made_on_containerd_are_adopted_by_what_containerd_recorded() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let containerd = e2e::containerd::Containerd::start(Default::default()).await.unwrap();
+    containerd.import_test_images().unwrap();
+    let cri = containerd.client().await.unwrap();
+    let kubelet_dir = containerd.dir().join("kubelet-node-a");
+    let (root, logs) = (kubelet_dir.join("root"), kubelet_dir.join("logs"));
+    let rewrite = |p: String| {
+        p.replace("<capture-dir>/root", &root.display().to_string())
+            .replace("/var/log/pods", &logs.display().to_string())
+    };
+    let mut captured = fake_cri::read_crictl(&golden().join("cri"), &rewrite).unwrap();
+    const IMAGE: &str = "docker.io/library/busybox:1.35";
+    for pod in &mut captured {
+        let linux = pod.sandbox.linux.as_mut().unwrap();
+        let recorded = linux.cgroup_parent.clone();
+        linux.cgroup_parent = format!("{}{recorded}", containerd.cgroup_parent());
+        std::fs::create_dir_all(&pod.sandbox.log_directory).unwrap();
+        let sandbox = cri
+            .run_pod_sandbox(cri::RunPodSandboxRequest {
+                config: Some(pod.sandbox.clone()),
+                runtime_handler: String::new(),
+            })
+            .await
+            .unwrap()
+            .pod_sandbox_id;
+        // Init containers first, as they ran.
+        pod.containers.sort_by_key(|c| c.state != "CONTAINER_EXITED");
+        for c in &mut pod.containers {
+            c.config.image.as_mut().unwrap().image = IMAGE.into();
+            for m in &c.config.mounts {
+                let path = Path::new(&m.host_path);
+                if !path.starts_with(&root) {
+                    continue;
+                }
+                if m.container_path == "/work" {
+                    std::fs::create_dir_all(path).unwrap();
+                } else {
+                    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                    std::fs::write(path, "").unwrap();
+                }
+            }
+            let req = cri::CreateContainerRequest {
+                pod_sandbox_id: sandbox.clone(),
+                config: Some(c.config.clone()),
+                sandbox_config: Some(pod.sandbox.clone()),
+            };
+            let id = cri.create_container(req).await.unwrap().container_id;
+            cri.start_container(cri::StartContainerRequest { container_id: id.clone() })
+                .await
+                .unwrap();
+            if c.state == "CONTAINER_EXITED" {
+                // The init container: wait for it to finish, as it had.
+                eventually("the init container done", WAIT, POLL, || async {
+                    let req =
+                        cri::ContainerStatusRequest { container_id: id.clone(), verbose: false };
+                    let s = cri.container_status(req).await.ok()?.status?;
+                    (s.state == cri::ContainerState::ContainerExited as i32).then_some(())
+                })
+                .await
+                .unwrap();
+            }
+        }
+    }
+    let req = || cri::ListContainersRequest::default();
+    let before = containers(&cri.list_containers(req()).await.unwrap().containers);
+    assert_eq!(before.len(), 5, "{before:?}");
+
+    let side = RuntimeSide {
+        dir: containerd.dir().to_path_buf(),
+        endpoint: containerd.endpoint().to_string(),
+        cgroup_parent: containerd.cgroup_parent(),
+    };
+    let mut kubelet = Kubelet::start_standalone_on(&side, "node-a", "", &[]).unwrap();
+    for file in ["simple.yaml", "rich.yaml", "hostnet.yaml"] {
+        let text = std::fs::read_to_string(golden().join("manifests").join(file)).unwrap();
+        kubelet.write_manifest(file, &text.replace("busybox:bars", "busybox:1.35")).unwrap();
+    }
+    for (name, uid) in [
+        ("simple-node-a", "0d763f47b8478462e226616ccca4d7ac"),
+        ("rich-node-a", "edddae794c4505e1b9198c068dbd121f"),
+        ("hostnet-node-a", ""),
+    ] {
+        let pod = eventually(&format!("{name} running"), WAIT, POLL, || kubelet.running(name))
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", kubelet.log_tail(80)));
+        if !uid.is_empty() {
+            assert_eq!(pod["metadata"]["uid"], uid, "{name} keeps its UID");
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = containers(&cri.list_containers(req()).await.unwrap().containers);
+    assert_eq!(after, before, "no container created or replaced\n{}", kubelet.log_tail(80));
+    let sandboxes =
+        cri.list_pod_sandbox(cri::ListPodSandboxRequest { filter: None }).await.unwrap();
+    assert_eq!(sandboxes.items.len(), 3, "no sandbox replaced");
+    kubelet.stop();
+    let report = containerd.stop().await;
+    assert!(report.is_clean(), "teardown leaked: {report:#?}");
 }

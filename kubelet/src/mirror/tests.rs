@@ -93,7 +93,11 @@ fn the_plan_creates_replaces_recreates_and_deletes_orphans() {
         ),
     ];
     for (what, statics, mirrors, orphans, want) in cases {
-        assert_eq!(show(&plan(&statics, &view(&mirrors), orphans)), want, "{what}");
+        assert_eq!(
+            show(&plan(&statics, &view(&mirrors), orphans, Some("node-uid"))),
+            want,
+            "{what}"
+        );
     }
 }
 
@@ -192,8 +196,21 @@ fn a_mirror_leaves_node_local_references_out_and_records_them_in_an_annotation()
     assert_eq!(annotations[api::keys::CONFIG_MIRROR], "h1");
     let mut seen = m.clone();
     seen.metadata.uid = Some("mirror-uid".into());
-    assert!(plan(&[Arc::new(pod.clone())], &view(&[seen]), Orphans::Delete).is_empty());
+    assert!(
+        plan(&[Arc::new(pod.clone())], &view(&[seen]), Orphans::Delete, Some("node-uid"))
+            .is_empty()
+    );
     // A static pod without such references gets no annotation.
     let plain = mirror_pod(&static_pod("plain", "h2"), "node-a", "node-uid");
     assert!(!plain.metadata.annotations.unwrap().contains_key(api::keys::STATIC_CONFIG));
+}
+
+#[test]
+fn a_mirror_owned_by_a_deleted_node_is_replaced_once_the_new_node_is_known() {
+    let statics = [static_pod("web", "h1")];
+    let mirrors = view(&[mirror("web", "h1", "m1")]);
+    assert!(plan(&statics, &mirrors, Orphans::Delete, Some("node-uid")).is_empty());
+    assert!(plan(&statics, &mirrors, Orphans::Delete, None).is_empty(), "no Node known yet");
+    let actions = plan(&statics, &mirrors, Orphans::Delete, Some("new-node-uid"));
+    assert_eq!(show(&actions), ["delete m1 OwnerGone", "create kube-system/web"]);
 }

@@ -117,10 +117,32 @@ impl NodeStatusReporter {
                 }
             };
             if !due {
+                // Looked at every update, as upstream reads its Node each time: one deleted
+                // through the API is registered again without waiting for a status change.
+                match self.nodes.get_metadata_opt(&self.facts.name).await {
+                    Ok(None) => {
+                        tracing::warn!(node = %self.facts.name, "the node was deleted; registering it again");
+                        if let Err(e) = self.register().await {
+                            tracing::warn!(error = %e, "will retry at the next update");
+                        }
+                        posted = None;
+                    }
+                    Ok(Some(_)) => {}
+                    Err(e) => tracing::debug!(error = %e, "reading the node"),
+                }
                 continue;
             }
             match self.post(&status).await {
                 Ok(()) => posted = Some((status, Instant::now())),
+                // Deleted through the API: registered again, as upstream's kubelet does (a new
+                // UID, which the mirror pods follow).
+                Err(NodeStatusError::Post { source: kube::Error::Api(s), .. }) if s.code == 404 => {
+                    tracing::warn!(node = %self.facts.name, "the node was deleted; registering it again");
+                    match self.register().await {
+                        Ok(()) => posted = None,
+                        Err(e) => tracing::warn!(error = %e, "will retry at the next update"),
+                    }
+                }
                 Err(e) => tracing::warn!(error = %e, "will retry at the next update"),
             }
         }
