@@ -61,27 +61,44 @@ async fn running_containers(cri: &proto::CriClient) -> Vec<String> {
     ids
 }
 
+/// A joined node running the `web` static pod, and what the tests read it through.
+struct Mirrored {
+    cluster: JoinedNode,
+    pods: Api<Pod>,
+    nodes: Api<Node>,
+    cri: proto::CriClient,
+    path: std::path::PathBuf,
+    /// The mirror, once running.
+    mirror: Pod,
+}
+
+impl Mirrored {
+    async fn start() -> Self {
+        let cluster = JoinedNode::start(NODE).await.unwrap();
+        let client = cluster.api.admin_client().await.unwrap();
+        let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
+        let nodes: Api<Node> = Api::all(client.clone());
+        let cri = cluster.containerd.client().await.unwrap();
+        let path = cluster.kubelet.write_manifest("web.yaml", &manifest("1")).unwrap();
+        let mirror = eventually("mirror pod running", WAIT, POLL, || async {
+            running_mirror(pods.get_opt(MIRROR).await.ok()?)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+        Self { cluster, pods, nodes, cri, path, mirror }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_pod_is_mirrored_recreated_replaced_and_removed_through_the_api() {
     if !require::real_runtime(require::CONTAINERD_TOOLS) {
         return;
     }
-    let cluster = JoinedNode::start(NODE).await.unwrap();
-    let (api, kubelet) = (&cluster.api, &cluster.kubelet);
-    let client = api.admin_client().await.unwrap();
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
-    let nodes: Api<Node> = Api::all(client.clone());
-    let cri = cluster.containerd.client().await.unwrap();
-    let logs = |what: &str| cluster.logs(what);
-    let path = kubelet.write_manifest("web.yaml", &manifest("1")).unwrap();
-
     // The mirror appears, annotated with the static pod's hash, owned by the Node, and shows
     // the static pod's current status.
-    let mirror = eventually("mirror pod running", WAIT, POLL, || async {
-        running_mirror(pods.get_opt(MIRROR).await.ok()?)
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    let Mirrored { cluster, pods, nodes, cri, path, mirror } = Mirrored::start().await;
+    let api = &cluster.api;
+    let logs = |what: &str| cluster.logs(what);
     let hash = annotation(&mirror, CONFIG_MIRROR).unwrap();
     assert_eq!(annotation(&mirror, CONFIG_HASH).as_deref(), Some(hash.as_str()));
     assert_eq!(annotation(&mirror, CONFIG_SOURCE).as_deref(), Some("file"));
@@ -148,19 +165,9 @@ async fn a_deleted_node_is_registered_again_and_its_mirror_pods_follow_the_new_n
     if !require::real_runtime(require::CONTAINERD_TOOLS) {
         return;
     }
-    let cluster = JoinedNode::start(NODE).await.unwrap();
-    let (api, kubelet) = (&cluster.api, &cluster.kubelet);
-    let client = api.admin_client().await.unwrap();
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
-    let nodes: Api<Node> = Api::all(client.clone());
-    let cri = cluster.containerd.client().await.unwrap();
+    let Mirrored { cluster, pods, nodes, cri, mirror, .. } = Mirrored::start().await;
+    let api = &cluster.api;
     let logs = |what: &str| cluster.logs(what);
-    kubelet.write_manifest("web.yaml", &manifest("1")).unwrap();
-    let mirror = eventually("mirror pod running", WAIT, POLL, || async {
-        running_mirror(pods.get_opt(MIRROR).await.ok()?)
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
     let old_node = nodes.get(NODE).await.unwrap().metadata.uid.unwrap();
     let containers = running_containers(&cri).await;
 
