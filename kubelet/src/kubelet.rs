@@ -285,6 +285,13 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             period: config.http_check_frequency,
             timeout: crate::config::http::fetch::TIMEOUT,
             recorder: recorder.clone(),
+            running: match adoption::running_pods(&cri, Source::Http.as_str()).await {
+                Ok(running) => running,
+                Err(error) => {
+                    tracing::warn!(%error, "listing the running URL pods to adopt; none is adopted");
+                    Vec::new()
+                }
+            },
         };
         tasks.spawn(source.run(sets_tx.clone(), manifest_url_tx, child.clone()));
     }

@@ -21,7 +21,7 @@
 pub mod fetch;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -29,9 +29,11 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::dir::{ManifestReport, ManifestState};
+use super::identity::Identities;
 use super::manifest::{self, StaticPod};
 use super::{Source, SourceSet, syntax};
 use crate::events::{ObjectRef, Recorder};
+use crate::runtime::adoption::RunningPod;
 
 /// The event reason of a manifest URL that gives no usable answer (ours).
 pub const FAILED: &str = "FailedManifestURL";
@@ -128,6 +130,8 @@ pub struct UrlState {
     failures: u32,
     /// The problem last recorded as an event, so each is recorded once.
     recorded: Option<String>,
+    /// The UIDs its pods run under, by `<url>#<namespace>/<name>` ([`Identities`]).
+    identities: Identities,
 }
 
 impl UrlState {
@@ -143,7 +147,18 @@ impl UrlState {
             fetch_error: None,
             failures: 0,
             recorded: None,
+            identities: Identities::default(),
         }
+    }
+
+    /// As [`Self::new`], adopting the URL's pods the runtime already runs that match.
+    pub fn adopting(
+        url: String,
+        node_name: String,
+        recorder: Recorder,
+        running: Vec<RunningPod>,
+    ) -> Self {
+        Self { identities: Identities::new(running), ..Self::new(url, node_name, recorder) }
     }
 
     /// Takes one fetch's outcome.
@@ -226,9 +241,24 @@ impl UrlState {
         }
     }
 
-    /// The pods to run, once the URL has answered.
-    pub fn pods(&self) -> Option<Vec<Pod>> {
-        self.pods.as_ref().map(|pods| pods.iter().map(|sp| sp.pod.clone()).collect())
+    /// The pods to run, once the URL has answered, under the UIDs [`Identities`] gives them
+    /// (kept across in-place edits, adopted at start), as the directory's.
+    pub fn pods(&mut self) -> Option<Vec<Pod>> {
+        let key = |url: &str, p: &Pod| {
+            let m = &p.metadata;
+            let ns = m.namespace.as_deref().unwrap_or("default");
+            PathBuf::from(format!("{url}#{ns}/{}", m.name.as_deref().unwrap_or_default()))
+        };
+        let pods = self.pods.as_ref()?;
+        let keys: Vec<PathBuf> = pods.iter().map(|sp| key(&self.url, &sp.pod)).collect();
+        self.identities.retain(|k| keys.iter().any(|p| p == k));
+        let mut out = Vec::with_capacity(pods.len());
+        for (sp, k) in pods.iter().zip(&keys) {
+            let mut pod = sp.pod.clone();
+            self.identities.resolve(k, &mut pod);
+            out.push(pod);
+        }
+        Some(out)
     }
 
     /// The URL's lines in `/manifests`: one per pod it gives (rejected, with the problem, while
@@ -276,6 +306,8 @@ pub struct HttpSource {
     pub period: Duration,
     pub timeout: Duration,
     pub recorder: Recorder,
+    /// The URL-sourced pods the runtime ran at start, which may be adopted.
+    pub running: Vec<RunningPod>,
 }
 
 impl HttpSource {
@@ -286,7 +318,8 @@ impl HttpSource {
         stop: CancellationToken,
     ) {
         tracing::info!(url = %self.url, "Watching URL");
-        let mut state = UrlState::new(self.url.clone(), self.node_name, self.recorder);
+        let mut state =
+            UrlState::adopting(self.url.clone(), self.node_name, self.recorder, self.running);
         let mut last_sent: Option<Vec<Pod>> = None;
         let mut ticker = tokio::time::interval(self.period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

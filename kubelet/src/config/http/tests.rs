@@ -96,7 +96,7 @@ async fn fetch_into(state: &mut UrlState, url: &str) {
     state.apply(get(url, &[], TIMEOUT, MAX_BODY_BYTES).await);
 }
 
-fn names(state: &UrlState) -> Vec<String> {
+fn names(state: &mut UrlState) -> Vec<String> {
     state.pods().unwrap_or_default().iter().filter_map(|p| p.metadata.name.clone()).collect()
 }
 
@@ -107,7 +107,7 @@ async fn a_pod_at_the_url_becomes_a_static_pod_of_source_http() {
     assert_eq!(state.pods(), None, "nothing before the first answer");
     fetch_into(&mut state, &server.url).await;
     let pods = state.pods().unwrap();
-    assert_eq!(names(&state), ["web-node-1"]);
+    assert_eq!(names(&mut state), ["web-node-1"]);
     let annotations = pods[0].metadata.annotations.as_ref().unwrap();
     assert_eq!(annotations[api::keys::CONFIG_SOURCE], "http");
     // The UID depends on the URL, so the same manifest in a file is another pod.
@@ -135,7 +135,7 @@ async fn a_pod_list_or_a_list_gives_every_pod_and_duplicates_are_reported() {
     let server = Server::start(Reply::Ok(serde_json::to_vec(&list).unwrap())).await;
     let mut state = UrlState::new(server.url.clone(), "n".into(), Recorder::default());
     fetch_into(&mut state, &server.url).await;
-    assert_eq!(names(&state), ["a-n", "b-n"]);
+    assert_eq!(names(&mut state), ["a-n", "b-n"]);
     let dup = state.reports().into_iter().find(|r| r.state == ManifestState::Duplicate).unwrap();
     assert_eq!(dup.reason.as_deref(), Some("pod default/a-n is already declared by items[0]"));
 
@@ -145,7 +145,7 @@ async fn a_pod_list_or_a_list_gives_every_pod_and_duplicates_are_reported() {
     );
     server.answer(Reply::Ok(yaml_list.into_bytes()));
     fetch_into(&mut state, &server.url).await;
-    assert_eq!(names(&state), ["c-n"]);
+    assert_eq!(names(&mut state), ["c-n"]);
 
     server.answer(Reply::Ok(b"apiVersion: v1\nkind: List\nitems: []\n".to_vec()));
     fetch_into(&mut state, &server.url).await;
@@ -266,7 +266,7 @@ async fn a_byte_order_mark_and_an_empty_answer() {
     let server = Server::start(Reply::Ok(format!("\u{feff}{}", pod("web")).into_bytes())).await;
     let mut state = UrlState::new(server.url.clone(), "n".into(), Recorder::default());
     fetch_into(&mut state, &server.url).await;
-    assert_eq!(names(&state), ["web-n"]);
+    assert_eq!(names(&mut state), ["web-n"]);
     server.answer(Reply::Ok(Vec::new()));
     fetch_into(&mut state, &server.url).await;
     assert_eq!(state.pods(), Some(Vec::new()), "upstream: an empty answer is an empty set");
@@ -303,6 +303,7 @@ async fn the_source_sends_its_first_set_and_keeps_it_when_the_url_goes_away() {
         period: Duration::from_secs(20),
         timeout: TIMEOUT,
         recorder: Recorder::default(),
+        running: Vec::new(),
     };
     let task = tokio::spawn(source.run(tx, report_tx, stop.clone()));
     let first = rx.recv().await.unwrap();
@@ -370,4 +371,24 @@ async fn redirects_are_followed_and_credentials_go_to_the_first_host_only() {
     let looping = Server::start(Reply::Redirect("/pods".into())).await;
     let err = get(&looping.url, &[], TIMEOUT, MAX_BODY_BYTES).await.unwrap_err().to_string();
     assert_eq!(err, format!("Get {:?}: stopped after 10 redirects", looping.url));
+}
+
+#[test]
+fn a_urls_pod_keeps_its_uid_across_an_in_place_edit() {
+    let url = "http://example.test/pods";
+    let mut state = UrlState::new(url.into(), "n".into(), Recorder::default());
+    let pod = |label: &str, image: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  labels: {{v: {label}}}\nspec:\n  containers:\n  - name: c\n    image: {image}\n"
+        )
+    };
+    state.apply(Ok(pod("one", "busybox:1.35").into_bytes()));
+    let first = state.pods().unwrap().remove(0);
+    state.apply(Ok(pod("two", "busybox:1.36").into_bytes()));
+    let edited = state.pods().unwrap().remove(0);
+    assert_eq!(edited.metadata.uid, first.metadata.uid, "a label and an image keep the pod");
+    assert_eq!(edited.metadata.labels.as_ref().unwrap()["v"], "two");
+    state.apply(Ok(pod("two", "busybox:1.36").replace("- name: c", "- name: d").into_bytes()));
+    let replaced = state.pods().unwrap().remove(0);
+    assert_ne!(replaced.metadata.uid, first.metadata.uid, "another container: a new pod");
 }
