@@ -190,3 +190,32 @@ async fn a_deleted_node_is_registered_again_and_its_mirror_pods_follow_the_new_n
     assert_eq!(running_containers(&cri).await, containers, "the static pod kept running");
     cluster.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_static_pods_mirror_shows_why_it_waits() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let cluster = JoinedNode::start(NODE).await.unwrap();
+    let client = cluster.api.admin_client().await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client, "kube-system");
+    let logs = |what: &str| cluster.logs(what);
+    let late = manifest("1").replace("name: web", "name: late").replace(
+        "    image: busybox-httpd:1.35\n",
+        "    image: busybox-httpd:1.35\n    readinessProbe: {exec: {command: [\"false\"]}, periodSeconds: 1}\n",
+    );
+    cluster.kubelet.write_manifest("late.yaml", &late).unwrap();
+    let after = manifest("1")
+        .replace("  name: web\n", "  name: web\n  annotations: {kubelet-rs.io/after: late}\n");
+    cluster.kubelet.write_manifest("web.yaml", &after).unwrap();
+    let waiting = eventually("the mirror showing the wait", WAIT, POLL, || async {
+        let p = pods.get_opt(MIRROR).await.ok()??;
+        let s = p.status?.container_statuses?.into_iter().next()?.state?.waiting?;
+        (s.reason.as_deref() == Some("WaitingForDependencies")).then_some(s)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
+    let message = waiting.message.unwrap_or_default();
+    assert!(message.contains(&format!("kube-system/late-{NODE}")), "{message}");
+    cluster.stop().await.unwrap();
+}
