@@ -416,10 +416,12 @@ async fn held(ctx: &WorkerContext, uid: &str, pod: &Pod, released: &mut bool) ->
     }
     match ctx.runtime.pod_status(uid).await {
         Ok(s) if s.sandboxes.is_empty() && s.containers.is_empty() => {}
-        _ => {
+        Ok(_) => {
             *released = true;
             return false;
         }
+        // Unknown whether it ever started: the order still holds it.
+        Err(e) => tracing::debug!(uid, error = %e, "reading a held pod's runtime state"),
     }
     let me = (
         pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
