@@ -111,7 +111,7 @@ impl Identities {
             Some(_) => (content.clone(), Decision::Content),
             None => self.first_sight(pod, &content, &ident),
         };
-        if decision != Decision::Kept || self.assigned.get(path).is_none_or(|a| a.uid != uid) {
+        if decision != Decision::Kept {
             tracing::info!(file = %path.display(), %uid, ?decision, "static pod identity");
         }
         self.assigned.insert(

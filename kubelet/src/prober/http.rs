@@ -139,14 +139,22 @@ fn redirect_target(from: &Target, location: &str) -> Result<Target, String> {
         next.host = host;
         next.port = port;
         next.path = path.to_string();
-    } else if location.starts_with('/') {
-        next.path = location.to_string();
     } else {
-        let base = from.path.split('?').next().unwrap_or("/");
-        let dir = base.rsplit_once('/').map_or("", |(d, _)| d);
-        next.path = format!("{dir}/{location}");
+        next.path = redirect_path(&from.path, location);
     }
     Ok(next)
+}
+
+/// The path a `Location` that names no host leads to from `base` (a path and query): an
+/// absolute path as it is, a relative one beside `base`'s last segment. Shared with the
+/// manifest URL's fetch.
+pub(crate) fn redirect_path(base: &str, location: &str) -> String {
+    if location.starts_with('/') {
+        return location.to_string();
+    }
+    let base = base.split('?').next().unwrap_or("/");
+    let dir = base.rsplit_once('/').map_or("", |(d, _)| d);
+    format!("{dir}/{location}")
 }
 
 fn split_authority(authority: &str, default_port: u16) -> Option<(String, u16)> {

@@ -75,8 +75,6 @@ pub struct RunningPod {
     pub uid: String,
     pub namespace: String,
     pub name: String,
-    /// `kubernetes.io/config.source` on the sandbox.
-    pub source: String,
     /// [`keys::STATIC_IDENTITY`] on the sandbox (this build's or an older one's).
     pub identity: Option<String>,
     pub sandbox: SandboxRecord,
@@ -313,6 +311,14 @@ pub async fn running_pods(cri: &CriClient, source: &str) -> Result<Vec<RunningPo
             newest.insert(uid, s);
         }
     }
+    // One listing for every pod's containers, not one per sandbox.
+    let mut by_sandbox: HashMap<String, Vec<cri::Container>> = HashMap::new();
+    if !newest.is_empty() {
+        let all = cri.list_containers(cri::ListContainersRequest { filter: None }).await?;
+        for c in all.containers {
+            by_sandbox.entry(c.pod_sandbox_id.clone()).or_default().push(c);
+        }
+    }
     let mut pods = Vec::new();
     for (uid, s) in newest {
         let status = match cri
@@ -328,11 +334,8 @@ pub async fn running_pods(cri: &CriClient, source: &str) -> Result<Vec<RunningPo
         };
         let Some(sandbox_status) = status.status.as_ref() else { continue };
         let config = info_config(&status.info);
-        let filter = cri::ContainerFilter { pod_sandbox_id: s.id.clone(), ..Default::default() };
-        let listed =
-            cri.list_containers(cri::ListContainersRequest { filter: Some(filter) }).await?;
         let mut newest_container: HashMap<String, (i64, ContainerRecord)> = HashMap::new();
-        for c in listed.containers {
+        for c in by_sandbox.remove(&s.id).unwrap_or_default() {
             let r = match cri
                 .container_status(cri::ContainerStatusRequest {
                     container_id: c.id.clone(),
@@ -358,7 +361,6 @@ pub async fn running_pods(cri: &CriClient, source: &str) -> Result<Vec<RunningPo
             uid,
             namespace: meta.namespace,
             name: meta.name,
-            source: source.to_string(),
             identity: s.annotations.get(keys::STATIC_IDENTITY).cloned(),
             sandbox: SandboxRecord::from_cri(sandbox_status, config.as_ref()),
             containers,

@@ -74,13 +74,7 @@ impl ManifestUrl {
         }
         let mut next = self.clone();
         next.userinfo = None;
-        if location.starts_with('/') {
-            next.path = location.to_string();
-        } else {
-            let base = self.path.split('?').next().unwrap_or("/");
-            let dir = base.rsplit_once('/').map_or("", |(d, _)| d);
-            next.path = format!("{dir}/{location}");
-        }
+        next.path = crate::prober::http::redirect_path(&self.path, location);
         Ok(next)
     }
 }

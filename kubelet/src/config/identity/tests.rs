@@ -19,7 +19,6 @@ fn running(pod: &Pod, uid: &str, identity: Option<String>) -> RunningPod {
         uid: uid.into(),
         namespace: "default".into(),
         name: "web-n".into(),
-        source: "file".into(),
         identity,
         sandbox: SandboxRecord::default(),
         containers: vec![ContainerRecord {
