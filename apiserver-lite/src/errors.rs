@@ -253,8 +253,21 @@ impl ApiError {
 
 impl From<crate::storage::StorageError> for ApiError {
     fn from(e: crate::storage::StorageError) -> Self {
+        use crate::storage::StorageError;
         tracing::error!(error = %e, "storage failure");
-        ApiError::internal(e.to_string())
+        match e {
+            // The watch cache behind etcd: the client retries, as upstream's.
+            StorageError::Lagging { wanted, at } => Self::too_large_resource_version(wanted, at),
+            StorageError::Etcd { timed_out: true, .. } => Self::new(
+                504,
+                "Timeout",
+                "Timeout: request did not complete within requested timeout - context deadline exceeded",
+            ),
+            StorageError::Etcd { .. } | StorageError::Unreachable { .. } => {
+                Self::new(503, "ServiceUnavailable", e.to_string())
+            }
+            _ => ApiError::internal(e.to_string()),
+        }
     }
 }
 

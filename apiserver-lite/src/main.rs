@@ -15,11 +15,13 @@ use apiserver_lite::http::ApiState;
 use apiserver_lite::http::proxy::{AddressTypes, KubeletClient};
 use apiserver_lite::metrics::{Metrics, scraper};
 use apiserver_lite::registry::Registry;
+use apiserver_lite::registry::versioner;
 use apiserver_lite::serviceaccount::keys::{PublicKey, SigningKey, public_keys_from_file};
 use apiserver_lite::serviceaccount::{self, openid};
 use apiserver_lite::storage::Store;
+use apiserver_lite::storage::etcd::{EtcdConfig, KeyLayout, Remote};
 use apiserver_lite::storage::sqlite::SqliteBackend;
-use apiserver_lite::{certs, server};
+use apiserver_lite::{certs, resources, server};
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
@@ -47,9 +49,25 @@ struct Args {
     /// Bearer tokens, upstream's CSV: token,user,uid,"group1,group2".
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
-    /// etcd endpoints; absent, the embedded SQLite store under --data-dir is used.
+    /// etcd endpoints (comma separated URLs); absent, the embedded SQLite store under
+    /// --data-dir is used.
+    #[arg(long, value_delimiter = ',')]
+    etcd_servers: Vec<String>,
+    /// The etcd key prefix every object is stored under.
+    #[arg(long, default_value = "/registry")]
+    etcd_prefix: String,
+    /// The CA that signs etcd's serving certificate.
     #[arg(long)]
-    etcd_servers: Option<String>,
+    etcd_cafile: Option<PathBuf>,
+    /// The client certificate shown to etcd.
+    #[arg(long, requires = "etcd_keyfile")]
+    etcd_certfile: Option<PathBuf>,
+    #[arg(long, requires = "etcd_certfile")]
+    etcd_keyfile: Option<PathBuf>,
+    /// How often the store's history is compacted (0 never): over etcd, one apiserver of those
+    /// sharing it compacts each round.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    etcd_compaction_interval: std::time::Duration,
     /// The embedded store's directory (apiserver-lite's addition).
     #[arg(long, default_value = "/var/lib/apiserver-lite")]
     data_dir: PathBuf,
@@ -148,15 +166,8 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     args.log.init();
-    if args.etcd_servers.is_some() {
-        anyhow::bail!(
-            "--etcd-servers: the etcd backend is not implemented yet; omit it to use the embedded SQLite store"
-        );
-    }
     let audit = auditor(&args)?;
-    let backend = SqliteBackend::open(&args.data_dir.join("state.db"))
-        .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
-    let store = Arc::new(Store::open(Arc::new(backend))?);
+    let store = Arc::new(open_store(&args).await?);
     let admission = Admission {
         default_not_ready_toleration_seconds: args.default_not_ready_toleration_seconds,
         default_unreachable_toleration_seconds: args.default_unreachable_toleration_seconds,
@@ -277,7 +288,13 @@ async fn main() -> anyhow::Result<()> {
     let stop = daemon::stop_on_signal("in-flight requests and watches end")?;
     let tasks = tokio_util::task::TaskTracker::new();
     tasks.spawn(registry.clone().run_namespace_controller(stop.clone()));
-    tasks.spawn(compact_periodically(store.clone(), stop.clone()));
+    if !args.etcd_compaction_interval.is_zero() {
+        tasks.spawn(compact_periodically(
+            store.clone(),
+            args.etcd_compaction_interval,
+            stop.clone(),
+        ));
+    }
     tasks.spawn(rbac.run(registry.clone(), stop.clone()));
     tasks.spawn(populator::run(graph, store, graph_revision, stop.clone()));
     tasks.spawn(scraper::run(metrics, registry.clone(), kubelet.clone(), stop.clone()));
@@ -379,9 +396,34 @@ fn nix_hostname() -> Option<String> {
         .filter(|h| !h.is_empty())
 }
 
-/// Trims the store's history every five minutes.
-async fn compact_periodically(store: Arc<Store>, stop: CancellationToken) {
-    let mut every = tokio::time::interval(std::time::Duration::from_secs(300));
+/// The store: over etcd with `--etcd-servers`, else the embedded SQLite file.
+async fn open_store(args: &Args) -> anyhow::Result<Store> {
+    if args.etcd_servers.is_empty() {
+        let backend = SqliteBackend::open(&args.data_dir.join("state.db"))
+            .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
+        return Ok(Store::open(Arc::new(backend))?);
+    }
+    let config = EtcdConfig {
+        servers: args.etcd_servers.clone(),
+        prefix: args.etcd_prefix.clone(),
+        ca_file: args.etcd_cafile.clone(),
+        cert_file: args.etcd_certfile.clone(),
+        key_file: args.etcd_keyfile.clone(),
+    };
+    let layout = KeyLayout::new(&config.prefix, resources::etcd_routes());
+    let remote = Remote::connect(&config, layout, versioner::set_resource_version).await?;
+    let store = Store::open_etcd(remote).await?;
+    tracing::info!(servers = %config.servers.join(","), prefix = %config.prefix, revision = store.revision(), "the store follows etcd");
+    Ok(store)
+}
+
+/// Trims the store's history every `interval` (over etcd, compacts it).
+async fn compact_periodically(
+    store: Arc<Store>,
+    interval: std::time::Duration,
+    stop: CancellationToken,
+) {
+    let mut every = tokio::time::interval(interval);
     every.tick().await;
     loop {
         tokio::select! {

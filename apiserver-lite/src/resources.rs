@@ -507,6 +507,32 @@ impl ResourceType {
     }
 }
 
+/// Where each stored resource type lives in etcd, as upstream lays it out: (the store's
+/// prefix, the path under `--etcd-prefix`): `pods`, nodes under `minions`, services under
+/// `services/specs`, endpoints under `services/endpoints`.
+pub fn etcd_routes() -> Vec<(String, String)> {
+    RESOURCES
+        .iter()
+        .filter(|r| r.is_stored())
+        .map(|r| {
+            let path = if *r == NODES {
+                "minions"
+            } else if *r == SERVICES {
+                "services/specs"
+            } else if *r == ENDPOINTS {
+                "services/endpoints"
+            } else if r.group == "events.k8s.io" {
+                // Upstream serves core and events.k8s.io Events from one storage; this server
+                // keeps them apart (in SQLite too), so the second has a path of its own.
+                "events.k8s.io/events"
+            } else {
+                r.name
+            };
+            (r.prefix(None), path.to_string())
+        })
+        .collect()
+}
+
 /// The resource type `name` in `group`/`version`.
 pub fn find(group: &str, version: &str, name: &str) -> Option<&'static ResourceType> {
     RESOURCES.iter().find(|r| r.group == group && r.version == version && r.name == name)
@@ -531,6 +557,11 @@ mod tests {
     fn keys_and_names() {
         let pods = find("", "v1", "pods").unwrap();
         assert_eq!(pods.key(Some("default"), "web"), "/registry/core/pods/default/web");
+        let routes = etcd_routes();
+        let mut paths: Vec<&str> = routes.iter().map(|(_, p)| p.as_str()).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        assert_eq!(paths.len(), routes.len(), "one etcd path per stored type: {routes:?}");
         assert_eq!(pods.prefix(None), "/registry/core/pods/");
         let nodes = find("", "v1", "nodes").unwrap();
         assert_eq!(nodes.key(Some("ignored"), "n1"), "/registry/core/nodes/n1");

@@ -199,7 +199,7 @@ async fn serve(
     let not_found = ApiError::path_not_found;
     Ok(match route {
         Route::Version => body::json(200, &discovery::version()),
-        Route::Health => body::bytes_response(200, "text/plain", "ok"),
+        Route::Health => health(&state.registry.store, req.uri().path()),
         Route::Api if aggregated => body::bytes_response(
             200,
             discovery::AGGREGATED,
@@ -241,4 +241,16 @@ fn cached(mut resp: Response<Body>) -> Response<Body> {
     resp.headers_mut()
         .insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static(openid::CACHE_CONTROL));
     resp
+}
+
+/// `/healthz`, `/livez`, `/readyz`: `ok`, or upstream's failure listing when the store cannot
+/// serve (etcd's watch is down), with status 500.
+fn health(store: &crate::storage::Store, path: &str) -> Response<Body> {
+    let Err(reason) = store.ready() else {
+        return body::bytes_response(200, "text/plain", "ok");
+    };
+    tracing::debug!(%reason, path, "health check failed: etcd");
+    let endpoint = path.trim_start_matches('/').split('/').next().unwrap_or("healthz");
+    let text = format!("[+]ping ok\n[-]etcd failed: reason withheld\n{endpoint} check failed\n");
+    body::bytes_response(500, "text/plain", text)
 }

@@ -135,6 +135,12 @@ pub async fn handle(
         manager: &manager,
         restriction: NodeRestriction::new(&state.registry, user),
     };
+    // A get or list with no resourceVersion is a consistent read: the store first catches up
+    // with everything durable (over etcd, other apiservers' writes).
+    if matches!(verb, Verb::Get | Verb::List) && q.get("resourceVersion").is_none_or(str::is_empty)
+    {
+        state.registry.store.sync().await?;
+    }
     use Subresource::{Binding, Eviction, Finalize, Scale, Status};
     match (verb, name, sub) {
         (Verb::Watch, None, None) => read::watch(&c),

@@ -6,11 +6,13 @@
 //! - [`delete`]: what a delete does: grace periods, finalizers, propagation to dependents;
 //! - [`list`]: pages over one snapshot, and continue tokens;
 //! - [`watch`]: watches from a revision through selectors;
-//! - [`namespace`]: the namespace controller that empties Terminating namespaces.
+//! - [`namespace`]: the namespace controller that empties Terminating namespaces;
+//! - [`versioner`]: a stored object's resourceVersion is its revision (over etcd, set on read).
 
 mod delete;
 mod list;
 mod namespace;
+pub mod versioner;
 mod watch;
 
 use std::sync::Arc;
@@ -26,6 +28,7 @@ pub use crate::list::{ListAt, ListOptions, ListPage};
 use crate::managedfields::FieldManager;
 use crate::objects::{self, FieldValidation};
 use crate::resources::{self, ResourceType, Subresource};
+use crate::storage::EventType;
 use crate::storage::Store;
 use crate::storage::memory::Mutation;
 pub use delete::{DeleteOptions, DeleteQuery, Propagation};
@@ -265,9 +268,10 @@ impl Registry {
             }
             return Ok((obj, warnings));
         }
-        // `decide` runs once, and what it stores is `obj` with its resourceVersion: the answer
-        // is that object, not a parse of the bytes just encoded.
-        self.store
+        // What is stored is `obj` with its resourceVersion: the answer is that object (with the
+        // revision it got), not a parse of the bytes just encoded.
+        let applied = self
+            .store
             .mutate(&key, |current, rev| {
                 if current.is_some() {
                     return Err(ApiError::already_exists(r, &name));
@@ -276,6 +280,7 @@ impl Registry {
                 Ok(Mutation::Put(encode(&obj)))
             })
             .await?;
+        obj["metadata"]["resourceVersion"] = json!(applied.revision.to_string());
         Ok((obj, warnings))
     }
 
@@ -304,7 +309,7 @@ impl Registry {
         body: Value,
         w: WriteOptions,
         manager: &str,
-        guard: impl FnOnce(&Value, &Value) -> Result<(), ApiError>,
+        mut guard: impl FnMut(&Value, &Value) -> Result<(), ApiError>,
     ) -> Result<(Value, Vec<String>), ApiError> {
         let mut body = body;
         objects::check_type(r, &mut body)?;
@@ -317,7 +322,7 @@ impl Registry {
         }
         self.update_tracked(r, ns, name, sub, w, Track::Update(manager), move |old| {
             guard(old, &body)?;
-            Ok(body)
+            Ok(body.clone())
         })
         .await
     }
@@ -335,7 +340,7 @@ impl Registry {
         change: F,
     ) -> Result<(Value, Vec<String>), ApiError>
     where
-        F: FnOnce(&Value) -> Result<Value, ApiError>,
+        F: FnMut(&Value) -> Result<Value, ApiError>,
     {
         self.update_tracked(r, ns, name, sub, w, Track::Update(INTERNAL_MANAGER), change).await
     }
@@ -353,7 +358,7 @@ impl Registry {
         change: F,
     ) -> Result<(Value, Vec<String>), ApiError>
     where
-        F: FnOnce(&Value) -> Result<Value, ApiError>,
+        F: FnMut(&Value) -> Result<Value, ApiError>,
     {
         self.update_tracked(r, ns, name, sub, w, Track::Update(manager), change).await
     }
@@ -369,10 +374,10 @@ impl Registry {
         sub: Option<&str>,
         w: WriteOptions,
         track: Track<'_>,
-        change: F,
+        mut change: F,
     ) -> Result<(Value, Vec<String>), ApiError>
     where
-        F: FnOnce(&Value) -> Result<Value, ApiError>,
+        F: FnMut(&Value) -> Result<Value, ApiError>,
     {
         let WriteOptions { dry_run, validation } = w;
         let subresource = sub
@@ -433,8 +438,10 @@ impl Registry {
                 Ok(if dry_run { Mutation::Unchanged } else { Mutation::Put(put) })
             })
             .await?;
-        let _ = applied;
-        let obj = result.ok_or_else(|| ApiError::internal("update produced nothing"))?;
+        let mut obj = result.ok_or_else(|| ApiError::internal("update produced nothing"))?;
+        if applied.kind == Some(EventType::Modified) {
+            obj["metadata"]["resourceVersion"] = json!(applied.revision.to_string());
+        }
         Ok((obj, warnings))
     }
 
@@ -454,7 +461,8 @@ impl Registry {
         let namespace = matches!(r.strategy.deletion, Deletion::Terminate);
         let now = jiff::Timestamp::now();
         let mut out = None;
-        self.store
+        let applied = self
+            .store
             .mutate::<ApiError, _>(&key, |current, rev| {
                 let current = current.ok_or_else(|| ApiError::not_found(r, name))?;
                 let stored = parse(&current.value)?;
@@ -481,7 +489,11 @@ impl Registry {
                 Ok(mutation)
             })
             .await?;
-        let (object, removed) = out.ok_or_else(|| ApiError::internal("delete produced nothing"))?;
+        let (mut object, removed) =
+            out.ok_or_else(|| ApiError::internal("delete produced nothing"))?;
+        if applied.kind == Some(EventType::Modified) {
+            object["metadata"]["resourceVersion"] = json!(applied.revision.to_string());
+        }
         let mut warnings = Vec::new();
         if r.strategy.default_propagation == Propagation::Orphan && opts.no_policy() {
             warnings.push(delete::JOB_ORPHAN_WARNING.to_string());

@@ -52,6 +52,7 @@ pub(super) fn run(shared: &Shared, backend: &dyn Backend, queue: &mpsc::Receiver
                 for event in events {
                     state.apply(event, &shared.events);
                 }
+                shared.visible.send_replace(state.revision);
                 drop(state);
                 for ack in acks {
                     let _ = ack.send(Ok(()));

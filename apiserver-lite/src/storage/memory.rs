@@ -2,7 +2,8 @@
 //! Every write goes through [`Store::mutate`] (upstream's `GuaranteedUpdate`): decisions are
 //! taken one at a time against the latest value (durable or still pending), then the
 //! [`committer`](super::committer) makes a whole batch of them durable in one backend append
-//! before they are applied, broadcast and acknowledged (group commit).
+//! before they are applied, broadcast and acknowledged (group commit). Over etcd, etcd decides:
+//! see [`super::etcd`].
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, PoisonError, RwLock, mpsc};
@@ -94,6 +95,17 @@ impl State {
     }
 }
 
+impl State {
+    /// Forgets the history below `revision` (compacted away, as etcd's compaction at that
+    /// revision): watches and lists from before it are expired.
+    pub(super) fn forget_before(&mut self, revision: Revision) {
+        while self.history.front().is_some_and(|e| e.revision < revision) {
+            self.history.pop_front();
+        }
+        self.oldest_watchable = self.oldest_watchable.max((revision - 1).min(self.revision));
+    }
+}
+
 /// Writes decided but not yet durable, which the next decision must see; held by the writer.
 #[derive(Debug)]
 pub(super) struct Pending {
@@ -103,12 +115,16 @@ pub(super) struct Pending {
     pub(super) next: Revision,
 }
 
-/// What the store and its committer share.
+/// What the store and its committer (or etcd follower) share.
 #[derive(Debug)]
 pub(super) struct Shared {
     pub(super) state: RwLock<State>,
     pub(super) writer: tokio::sync::Mutex<Pending>,
     pub(super) events: broadcast::Sender<Arc<Event>>,
+    /// The revision readers see, for those waiting for one (a write's echo, a consistent read).
+    pub(super) visible: tokio::sync::watch::Sender<Revision>,
+    /// Bumped when the state is reloaded rather than followed: watches from before end.
+    pub(super) generation: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -119,6 +135,29 @@ impl Shared {
     pub(super) fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
         self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
+
+    pub(super) fn new(objects: BTreeMap<String, Stored>, revision: Revision) -> Self {
+        let (events, _) = broadcast::channel(WATCH_BUFFER);
+        Self {
+            state: RwLock::new(State {
+                objects,
+                revision,
+                history: VecDeque::new(),
+                oldest_watchable: revision,
+            }),
+            writer: tokio::sync::Mutex::new(Pending {
+                overlay: HashMap::new(),
+                next: revision + 1,
+            }),
+            events,
+            visible: tokio::sync::watch::channel(revision).0,
+            generation: 0.into(),
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// A watch on keys under a prefix: the history it missed, then live events.
@@ -128,6 +167,8 @@ pub struct Watch {
     rx: broadcast::Receiver<Arc<Event>>,
     prefix: String,
     after: Revision,
+    shared: Arc<Shared>,
+    generation: u64,
 }
 
 /// Why a watch ended.
@@ -137,13 +178,20 @@ pub enum WatchEnd {
     Lagged,
     /// The store is shutting down.
     Closed,
+    /// The store was reloaded from etcd (its history was compacted away while it was cut
+    /// off): what this watch saw no longer leads to what the store holds.
+    Reloaded,
 }
 
 impl Watch {
     /// The next live event under the prefix.
     pub async fn next(&mut self) -> Result<Arc<Event>, WatchEnd> {
         loop {
-            match self.rx.recv().await {
+            let received = self.rx.recv().await;
+            if self.shared.generation() != self.generation {
+                return Err(WatchEnd::Reloaded);
+            }
+            match received {
                 Ok(e) if e.revision > self.after && e.key.starts_with(&self.prefix) => {
                     return Ok(e);
                 }
@@ -163,14 +211,26 @@ pub struct Expired {
     pub oldest: Revision,
 }
 
-/// The watch cache over a durable backend. Dropping it lets the committer finish what is
-/// queued and joins it.
+/// The watch cache over a durable backend or etcd. Dropping it lets the committer finish what
+/// is queued and joins it (or stops following etcd).
 #[derive(Debug)]
 pub struct Store {
     shared: Arc<Shared>,
-    backend: Arc<dyn Backend>,
-    queue: Option<mpsc::Sender<Queued>>,
-    committer: Option<std::thread::JoinHandle<()>>,
+    durable: Durable,
+}
+
+/// Where the store's writes go.
+#[derive(Debug)]
+enum Durable {
+    /// A log this server alone appends to: it decides revisions, the committer makes them
+    /// durable.
+    Log {
+        backend: Arc<dyn Backend>,
+        queue: Option<mpsc::Sender<Queued>>,
+        committer: Option<std::thread::JoinHandle<()>>,
+    },
+    /// etcd decides revisions; the store follows its watch.
+    Etcd(Box<super::etcd::follow::Following>),
 }
 
 impl Store {
@@ -181,20 +241,7 @@ impl Store {
             .into_iter()
             .map(|r| (r.key, Stored { value: r.value, revision: r.revision }))
             .collect();
-        let (events, _) = broadcast::channel(WATCH_BUFFER);
-        let shared = Arc::new(Shared {
-            state: RwLock::new(State {
-                objects,
-                revision,
-                history: VecDeque::new(),
-                oldest_watchable: revision,
-            }),
-            writer: tokio::sync::Mutex::new(Pending {
-                overlay: HashMap::new(),
-                next: revision + 1,
-            }),
-            events,
-        });
+        let shared = Arc::new(Shared::new(objects, revision));
         let (queue, rx) = mpsc::channel();
         let committer = std::thread::Builder::new()
             .name("store-committer".into())
@@ -203,7 +250,38 @@ impl Store {
                 move || committer::run(&shared, backend.as_ref(), &rx)
             })
             .map_err(|source| StorageError::Io { what: "starting the committer".into(), source })?;
-        Ok(Self { shared, backend, queue: Some(queue), committer: Some(committer) })
+        let durable = Durable::Log { backend, queue: Some(queue), committer: Some(committer) };
+        Ok(Self { shared, durable })
+    }
+
+    /// Loads everything under the layout's prefix from etcd and follows it from there.
+    pub async fn open_etcd(remote: super::etcd::Remote) -> Result<Self, StorageError> {
+        let (records, revision) = remote.load().await?;
+        let objects = records
+            .into_iter()
+            .map(|r| (r.key, Stored { value: r.value, revision: r.revision }))
+            .collect();
+        let shared = Arc::new(Shared::new(objects, revision));
+        let following = super::etcd::follow::start(remote, shared.clone(), revision);
+        Ok(Self { shared, durable: Durable::Etcd(Box::new(following)) })
+    }
+
+    /// Whether the store can serve: always over SQLite; over etcd, while its watch is up.
+    pub fn ready(&self) -> Result<(), String> {
+        match &self.durable {
+            Durable::Log { .. } => Ok(()),
+            Durable::Etcd(f) => f.ready(),
+        }
+    }
+
+    /// Waits until the store has caught up with everything durable when called (a consistent
+    /// read, as upstream's consistent reads from its cache). Immediate over SQLite, where the
+    /// store is the only writer.
+    pub async fn sync(&self) -> Result<(), StorageError> {
+        match &self.durable {
+            Durable::Log { .. } => Ok(()),
+            Durable::Etcd(f) => f.sync(&self.shared).await,
+        }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
@@ -265,13 +343,27 @@ impl Store {
         Ok(items.into_iter().collect())
     }
 
-    /// Applies `decide` to the key's latest value under the write lock. `decide` receives the
-    /// revision the write will get (so the value can carry it as its resourceVersion). Returns
-    /// once the write is durable and visible to readers and watchers.
+    /// Applies `decide` to the key's latest value and makes what it decided durable. `decide`
+    /// receives the revision the write will probably get (so the value can carry it as its
+    /// resourceVersion; [`Applied::revision`] is the one it got). Over etcd, `decide` runs
+    /// again when the key changed under it (another apiserver's write), as upstream's
+    /// `GuaranteedUpdate`. Returns once the write is durable and visible to readers and
+    /// watchers.
     pub async fn mutate<E, F>(&self, key: &str, decide: F) -> Result<Applied, E>
     where
         E: From<StorageError>,
-        F: FnOnce(Option<&Stored>, Revision) -> Result<Mutation, E>,
+        F: FnMut(Option<&Stored>, Revision) -> Result<Mutation, E>,
+    {
+        match &self.durable {
+            Durable::Log { .. } => self.mutate_log(key, decide).await,
+            Durable::Etcd(f) => f.mutate(&self.shared, key, decide).await,
+        }
+    }
+
+    async fn mutate_log<E, F>(&self, key: &str, mut decide: F) -> Result<Applied, E>
+    where
+        E: From<StorageError>,
+        F: FnMut(Option<&Stored>, Revision) -> Result<Mutation, E>,
     {
         let mut pending = self.shared.writer.lock().await;
         let committed = self.revision();
@@ -333,7 +425,9 @@ impl Store {
     }
 
     fn enqueue(&self, item: Queued) -> Result<(), StorageError> {
-        let queue = self.queue.as_ref().ok_or(StorageError::Closed)?;
+        let Durable::Log { queue: Some(queue), .. } = &self.durable else {
+            return Err(StorageError::Closed);
+        };
         queue.send(item).map_err(|_| StorageError::Closed)
     }
 
@@ -352,24 +446,43 @@ impl Store {
             .filter(|e| e.revision > after && e.key.starts_with(prefix))
             .cloned()
             .collect();
-        Ok(Watch { initial, rx, prefix: prefix.to_string(), after: after.max(s.revision) })
+        Ok(Watch {
+            initial,
+            rx,
+            prefix: prefix.to_string(),
+            after: after.max(s.revision),
+            generation: self.shared.generation(),
+            shared: self.shared.clone(),
+        })
     }
 
-    /// Forgets backend history older than what watches can still ask for.
+    /// Forgets durable history older than what watches can still ask for (SQLite), or
+    /// compacts etcd to the revision the last round saw, one apiserver at a time (see
+    /// [`super::etcd::compact`]).
     pub async fn compact(&self) -> Result<(), StorageError> {
-        let below = self.read().oldest_watchable;
-        let backend = self.backend.clone();
-        tokio::task::spawn_blocking(move || backend.compact(below))
-            .await
-            .map_err(|e| StorageError::Task(e.to_string()))?
+        match &self.durable {
+            Durable::Log { backend, .. } => {
+                let below = self.read().oldest_watchable;
+                let backend = backend.clone();
+                tokio::task::spawn_blocking(move || backend.compact(below))
+                    .await
+                    .map_err(|e| StorageError::Task(e.to_string()))?
+            }
+            Durable::Etcd(f) => f.compact(&self.shared).await,
+        }
     }
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
-        self.queue = None;
-        if let Some(committer) = self.committer.take() {
-            let _ = committer.join();
+        match &mut self.durable {
+            Durable::Log { queue, committer, .. } => {
+                *queue = None;
+                if let Some(committer) = committer.take() {
+                    let _ = committer.join();
+                }
+            }
+            Durable::Etcd(f) => f.stop(),
         }
     }
 }
@@ -385,7 +498,7 @@ mod tests {
 
     async fn put(s: &Store, key: &str, v: &str) -> Applied {
         let v = Bytes::from(v.to_string());
-        s.mutate::<StorageError, _>(key, |_, _| Ok(Mutation::Put(v))).await.unwrap()
+        s.mutate::<StorageError, _>(key, |_, _| Ok(Mutation::Put(v.clone()))).await.unwrap()
     }
 
     #[tokio::test]
@@ -608,6 +721,6 @@ mod tests {
 
     async fn put_result(s: &Store, key: &str, v: &str) -> Result<Applied, StorageError> {
         let v = Bytes::from(v.to_string());
-        s.mutate::<StorageError, _>(key, |_, _| Ok(Mutation::Put(v))).await
+        s.mutate::<StorageError, _>(key, |_, _| Ok(Mutation::Put(v.clone()))).await
     }
 }

@@ -120,8 +120,8 @@ pub async fn run(graph: Arc<Graph>, store: Arc<Store>, from: Revision, stop: Can
             };
             match event {
                 Ok(e) => apply(&graph, &e.key, value_of(&e)),
-                Err(WatchEnd::Lagged) => {
-                    tracing::info!("node graph: the watch fell behind; listing again");
+                Err(end @ (WatchEnd::Lagged | WatchEnd::Reloaded)) => {
+                    tracing::info!(?end, "node graph: the watch ended; listing again");
                     revision = load(&graph, &store);
                     break;
                 }

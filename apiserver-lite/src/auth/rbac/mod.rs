@@ -149,8 +149,8 @@ impl Rbac {
                         self.write().apply(&e.key, value_of(&e));
                         aggregation::run_once(&self, &registry).await;
                     }
-                    Err(WatchEnd::Lagged) => {
-                        tracing::info!("RBAC index: the watch fell behind; listing again");
+                    Err(end @ (WatchEnd::Lagged | WatchEnd::Reloaded)) => {
+                        tracing::info!(?end, "RBAC index: the watch ended; listing again");
                         break;
                     }
                     Err(WatchEnd::Closed) => return,

@@ -133,7 +133,7 @@ async fn carry_out<T: Serialize + DeserializeOwned + Clone>(
             if let Some(m) = body["metadata"].as_object_mut() {
                 m.remove("resourceVersion");
             }
-            registry.update_with(r, None, name, None, WRITE, move |_| Ok(body)).await?;
+            registry.update_with(r, None, name, None, WRITE, move |_| Ok(body.clone())).await?;
         }
         Action::Recreate(t) => {
             tracing::info!(
