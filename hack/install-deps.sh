@@ -10,7 +10,7 @@ PACKAGES=(
   busybox-static              # the offline test images are built from it
   docker-registry             # loopback OCI registry for the image-pull path
   skopeo                      # pushes our OCI archives into that registry
-  etcd-server                 # the API store for more than one apiserver (later issues)
+  etcd-server                 # the API store for more than one apiserver; tests start their own
   prometheus                  # promtool: tests check the kubelet's metrics with `promtool check metrics`
   iptables                    # CNI bridge/portmap program it
   iproute2                    # tests check for leaked interfaces with `ip`
