@@ -5,7 +5,8 @@
 //! Dropping the cluster stops every member and removes the directory.
 //!
 //! The harness speaks etcd's HTTP endpoints over plain TCP: `GET /health` and the gRPC gateway's
-//! `POST /v3/maintenance/status` (uint64 fields are JSON strings there).
+//! `POST /v3/maintenance/status` and `/v3/kv/{put,range}` (keys and values base64, uint64
+//! fields JSON strings), so tests can also look at what apiserver-lite stored.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -14,6 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -69,10 +72,24 @@ impl EtcdCluster {
         Self::start_binary(&crate::require::tool("etcd")?, members)
     }
 
+    /// Tries again (fresh ports, fresh directory) when a port was taken between the harness
+    /// picking it and etcd binding it: other tests bind loopback ports at the same time.
     fn start_binary(binary: &Path, members: usize) -> anyhow::Result<Self> {
         if members == 0 {
             bail!("an etcd cluster needs at least one member");
         }
+        let mut attempt = 1;
+        loop {
+            match Self::launch(binary, members) {
+                Err(e) if attempt < 3 && format!("{e:#}").contains("address already in use") => {
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn launch(binary: &Path, members: usize) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-etcd-").tempdir_in("/tmp")?;
         // Every port bound at once, so all are distinct; released just before etcd binds them.
         let listeners = (0..2 * members)
@@ -187,6 +204,73 @@ impl EtcdCluster {
             Some(i) if self.is_running(i) => Ok(i),
             _ => bail!("etcd's leader {} is not running: {seen:?}", self.name_of(id)),
         }
+    }
+
+    /// Writes `key` through the first running member.
+    pub fn put(&self, key: &str, value: &[u8]) -> anyhow::Result<()> {
+        let body = serde_json::json!({"key": B64.encode(key), "value": B64.encode(value)});
+        self.gateway(self.running()?, "/v3/kv/put", &body).map(drop)
+    }
+
+    /// Reads `key` (linearizable) through the first running member.
+    pub fn get(&self, key: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        self.range(self.running()?, key, false)
+    }
+
+    /// Reads `key` from member `i`'s own copy (a serializable read: no leader asked), to see
+    /// what that member has applied.
+    pub fn get_from(&self, i: usize, key: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        self.range(i, key, true)
+    }
+
+    /// Every key starting with `prefix`, sorted (e.g. what apiserver-lite stored under its
+    /// `--etcd-prefix`).
+    pub fn keys(&self, prefix: &str) -> anyhow::Result<Vec<String>> {
+        let body = serde_json::json!({
+            "key": B64.encode(prefix),
+            "range_end": B64.encode(prefix_end(prefix.as_bytes())),
+            "keys_only": true,
+        });
+        let answer = self.gateway(self.running()?, "/v3/kv/range", &body)?;
+        let kvs = answer["kvs"].as_array().cloned().unwrap_or_default();
+        kvs.iter()
+            .map(|kv| {
+                let key = B64.decode(kv["key"].as_str().unwrap_or_default())?;
+                Ok(String::from_utf8_lossy(&key).into_owned())
+            })
+            .collect()
+    }
+
+    fn range(&self, i: usize, key: &str, serializable: bool) -> anyhow::Result<Option<Vec<u8>>> {
+        let body = serde_json::json!({"key": B64.encode(key), "serializable": serializable});
+        let answer = self.gateway(i, "/v3/kv/range", &body)?;
+        match answer["kvs"][0]["value"].as_str() {
+            Some(value) => Ok(Some(B64.decode(value)?)),
+            // A key with an empty value has its value left out (proto3 JSON).
+            None if answer["kvs"][0].is_object() => Ok(Some(Vec::new())),
+            None => Ok(None),
+        }
+    }
+
+    /// One gRPC-gateway call on member `i`; its JSON answer, or the error it gave.
+    fn gateway(
+        &self,
+        i: usize,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<serde_json::Value> {
+        let m = self.member(i)?;
+        let (code, answer) = http(m.client, "POST", path, &body.to_string())
+            .with_context(|| format!("etcd {} {path}", m.name))?;
+        if code != 200 {
+            bail!("etcd {} {path}: HTTP {code}: {}", m.name, answer.trim());
+        }
+        serde_json::from_str(&answer).with_context(|| format!("etcd {} {path}: {answer}", m.name))
+    }
+
+    /// The first running member.
+    fn running(&self) -> anyhow::Result<usize> {
+        (0..self.members.len()).find(|&i| self.is_running(i)).context("no etcd member is running")
     }
 
     /// Kills member `i` with SIGKILL (no leadership hand-over, no clean shutdown) and reaps it.
@@ -356,6 +440,20 @@ fn parse_status(body: &str) -> anyhow::Result<Status> {
     })
 }
 
+/// The end of the range of keys starting with `prefix`, as etcd's clients compute it: the
+/// prefix with its last byte below 0xff incremented (and what follows dropped); `\0` (every
+/// key) when there is none.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
 /// One HTTP/1.0 request on loopback; the status code and body.
 fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> anyhow::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, REQUEST_TIMEOUT)?;
@@ -389,6 +487,14 @@ mod tests {
     fn no_members_is_refused() {
         let err = EtcdCluster::start_binary(Path::new("etcd"), 0).unwrap_err();
         assert!(err.to_string().contains("at least one member"), "{err}");
+    }
+
+    #[test]
+    fn a_prefix_range_ends_past_its_last_key() {
+        assert_eq!(prefix_end(b"/registry/"), b"/registry0");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+        assert_eq!(prefix_end(b"\xff\xff"), b"\0");
+        assert_eq!(prefix_end(b""), b"\0");
     }
 
     #[test]

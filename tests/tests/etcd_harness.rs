@@ -1,16 +1,13 @@
 //! The etcd harness: a three-member cluster starts, names its leader, elects another when the
 //! leader is killed, and takes the killed member back; a single member keeps its data across a
-//! graceful stop and a restart; bad member indexes are refused; teardown leaves no etcd process
+//! graceful stop and a restart, read back by key and by prefix; bad member indexes are refused; teardown leaves no etcd process
 //! and no directory. No root and no containerd needed: only `etcd` (package `etcd-server`).
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD as B64;
 use e2e::etcd::EtcdCluster;
 use e2e::{eventually, leaks};
 
@@ -26,32 +23,6 @@ fn teardown_leaves_nothing(etcd: EtcdCluster) {
     let left = leaks::processes(&dir, &no_cgroup);
     assert!(left.is_empty(), "etcd processes left after drop: {left:?}");
     assert!(!dir.exists(), "{} left after drop", dir.display());
-}
-
-/// One request to etcd's gRPC gateway (`/v3/kv/...`), with curl as a client independent of the
-/// harness; the JSON answer.
-fn gateway(addr: SocketAddr, path: &str, body: serde_json::Value) -> serde_json::Value {
-    let out = std::process::Command::new("curl")
-        .args(["-sS", "--max-time", "5", "-X", "POST", "-d", &body.to_string()])
-        .arg(format!("http://{addr}{path}"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "curl {path}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn put(addr: SocketAddr, key: &str, value: &str) {
-    gateway(
-        addr,
-        "/v3/kv/put",
-        serde_json::json!({"key": B64.encode(key), "value": B64.encode(value)}),
-    );
-}
-
-fn get(addr: SocketAddr, key: &str) -> Option<String> {
-    let answer = gateway(addr, "/v3/kv/range", serde_json::json!({"key": B64.encode(key)}));
-    let value = answer["kvs"][0]["value"].as_str()?;
-    Some(String::from_utf8(B64.decode(value).unwrap()).unwrap())
 }
 
 #[tokio::test]
@@ -70,7 +41,7 @@ async fn three_members_elect_a_new_leader_when_the_leader_is_killed_and_it_rejoi
     })
     .await?;
     let term = etcd.status(first)?.raft_term;
-    put(etcd.client_addr(first)?, "/before", "kill");
+    etcd.put("/before", b"kill")?;
 
     etcd.kill(first)?;
     assert!(!etcd.is_running(first));
@@ -82,7 +53,8 @@ async fn three_members_elect_a_new_leader_when_the_leader_is_killed_and_it_rejoi
     assert_ne!(second, first, "the killed member still leads");
     assert!(etcd.status(second)?.raft_term > term, "no new term after the election");
     // The two survivors are a quorum: writes go on without the killed member.
-    put(etcd.client_addr(second)?, "/during", "outage");
+    etcd.put("/during", b"outage")?;
+    assert_eq!(etcd.get("/during")?.as_deref(), Some(&b"outage"[..]));
 
     etcd.restart(first)?;
     assert!(etcd.is_running(first) && etcd.is_healthy(first));
@@ -93,10 +65,14 @@ async fn three_members_elect_a_new_leader_when_the_leader_is_killed_and_it_rejoi
         })
         .await?;
     assert!((0..3).all(|i| etcd.is_healthy(i)));
-    // The rejoined member caught up with what was written while it was down.
-    let rejoined = etcd.client_addr(first)?;
-    assert_eq!(get(rejoined, "/before").as_deref(), Some("kill"));
-    assert_eq!(get(rejoined, "/during").as_deref(), Some("outage"));
+    // The rejoined member caught up with what was written while it was down (its own copy).
+    eventually("the rejoined member to catch up", ELECTION, Duration::from_millis(100), || {
+        let caught_up = etcd.get_from(first, "/during").ok().flatten().is_some();
+        std::future::ready(caught_up.then_some(()))
+    })
+    .await?;
+    assert_eq!(etcd.get_from(first, "/before")?.as_deref(), Some(&b"kill"[..]));
+    assert_eq!(etcd.keys("/")?, ["/before", "/during"]);
     assert_eq!(etcd.leader()?, now);
 
     teardown_leaves_nothing(etcd);
@@ -109,16 +85,25 @@ async fn one_member_leads_alone_and_keeps_its_data_across_a_stop_and_a_restart()
     let mut etcd = EtcdCluster::start(1)?;
     assert_eq!(etcd.endpoints().len(), 1);
     assert_eq!(etcd.leader()?, 0);
-    let addr = etcd.client_addr(0)?;
-    put(addr, "/registry/namespaces/default", "{}");
+    etcd.put("/registry/namespaces/default", b"{}")?;
+    etcd.put("/registry/namespaces/kube-system", b"")?;
+    etcd.put("/registryx", b"outside the prefix")?;
     let revision = etcd.status(0)?.revision;
 
     etcd.stop(0)?;
     assert!(!etcd.is_running(0) && !etcd.is_healthy(0));
     assert!(etcd.leader().is_err(), "a stopped cluster has no leader");
+    let refused = etcd.put("/k", b"v").unwrap_err().to_string();
+    assert!(refused.contains("no etcd member is running"), "{refused}");
     etcd.restart(0)?;
     assert_eq!(etcd.leader()?, 0);
-    assert_eq!(get(addr, "/registry/namespaces/default").as_deref(), Some("{}"));
+    assert_eq!(etcd.get("/registry/namespaces/default")?.as_deref(), Some(&b"{}"[..]));
+    assert_eq!(etcd.get("/registry/namespaces/kube-system")?.as_deref(), Some(&b""[..]));
+    assert_eq!(etcd.get("/registry/namespaces/none")?, None);
+    assert_eq!(
+        etcd.keys("/registry/")?,
+        ["/registry/namespaces/default", "/registry/namespaces/kube-system"]
+    );
     assert_eq!(etcd.status(0)?.revision, revision);
 
     teardown_leaves_nothing(etcd);
@@ -129,7 +114,14 @@ async fn one_member_leads_alone_and_keeps_its_data_across_a_stop_and_a_restart()
 async fn bad_member_indexes_are_refused_naming_the_cluster_size() -> anyhow::Result<()> {
     assert!(EtcdCluster::start(0).is_err());
     let mut etcd = EtcdCluster::start(1)?;
-    for err in [etcd.kill(1), etcd.stop(3), etcd.restart(1), etcd.status(1).map(drop)] {
+    let errors = [
+        etcd.kill(1),
+        etcd.stop(3),
+        etcd.restart(1),
+        etcd.status(1).map(drop),
+        etcd.get_from(1, "/k").map(drop),
+    ];
+    for err in errors {
         let message = err.unwrap_err().to_string();
         assert!(message.contains("the cluster has 1"), "{message}");
     }
