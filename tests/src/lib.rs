@@ -5,7 +5,10 @@
 //! - [`containerd`]: a private containerd with its own root, state, socket, CNI and cgroups.
 //! - [`registry`]: a loopback OCI registry with the test images pushed.
 //! - [`kubelet`]: the kubelet binary as a process against a harness containerd.
-//! - [`apiserver`]: apiserver-lite as a process, and the real kubectl against it.
+//! - [`apiserver`]: apiserver-lite as a process (on its own SQLite store or a harness etcd;
+//!   peers sharing one's PKI and flags), and the real kubectl against it.
+//! - [`etcd`]: a private etcd cluster (one or three members) on loopback ports: leader, kill,
+//!   stop, restart.
 //! - [`cluster`]: apiserver-lite, a private containerd and a kubelet joined to it, as one.
 //! - [`scheduler`]: the scheduler binary as a process, and Node objects with capacity for nodes
 //!   without kubelets.
@@ -23,6 +26,7 @@ pub mod cluster;
 pub mod containerd;
 pub mod controllers;
 pub mod cri_suite;
+pub mod etcd;
 pub mod eventually;
 pub mod hollow;
 pub mod kubelet;

@@ -29,6 +29,16 @@ pub fn real_runtime(tools: &[&str]) -> bool {
     true
 }
 
+/// Where `tool` is on PATH, or an error that names it and how to install it. For harnesses
+/// that need a tool but not root (etcd): the start fails loudly instead of the test passing.
+pub fn tool(tool: &str) -> anyhow::Result<std::path::PathBuf> {
+    std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|dir| dir.join(tool)).find(|f| f.is_file()))
+        .ok_or_else(|| {
+            anyhow::anyhow!("`{tool}` not found on PATH: run `hack/install-deps.sh` (as root)")
+        })
+}
+
 /// The tools a containerd harness needs.
 pub const CONTAINERD_TOOLS: &[&str] =
     &["containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip"];

@@ -1,0 +1,518 @@
+//! etcd clusters for apiserver-lite's etcd backend: Debian's `etcd` (3.4, package
+//! `etcd-server`) started by the test on loopback ports, one or three members in a directory of
+//! their own (a data dir and a log per member), never one on the host. Members can be killed,
+//! stopped and restarted on their data; [`EtcdCluster::leader`] names the member that leads.
+//! Dropping the cluster stops every member and removes the directory.
+//!
+//! The harness speaks etcd's HTTP endpoints over plain TCP: `GET /health` and the gRPC gateway's
+//! `POST /v3/maintenance/status` and `/v3/kv/{put,range}` (keys and values base64, uint64
+//! fields JSON strings), so tests can also look at what apiserver-lite stored.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::containerd::terminate;
+use crate::process::{alive, tail};
+
+/// How long a start or a restart waits for members to answer healthy.
+const START_WITHIN: Duration = Duration::from_secs(20);
+
+/// How long a graceful stop waits before SIGKILL. A leader stopping hands leadership over first,
+/// which etcd bounds at its request timeout (7 s with the default election timeout).
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// One request's timeout: loopback, so a slow answer is a member in trouble.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A member's status, as `POST /v3/maintenance/status` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    /// The member's own raft ID.
+    pub member_id: u64,
+    /// The leader's raft ID as this member sees it; 0 when it knows of none.
+    pub leader: u64,
+    pub raft_term: u64,
+    /// The store's revision.
+    pub revision: u64,
+}
+
+#[derive(Debug)]
+struct Member {
+    name: String,
+    client: SocketAddr,
+    peer: SocketAddr,
+    /// Its raft ID, learned once it is healthy (kept across restarts: it is in the data dir).
+    id: u64,
+    child: Option<Child>,
+}
+
+/// One to a few etcd members forming one cluster, in a temp dir of their own.
+#[derive(Debug)]
+pub struct EtcdCluster {
+    dir: tempfile::TempDir,
+    binary: PathBuf,
+    token: String,
+    members: Vec<Member>,
+}
+
+impl EtcdCluster {
+    /// Starts a cluster of `members` (1, or 3 for a quorum that survives a member) and waits
+    /// until every member answers healthy. Fails naming the fix when `etcd` is not installed,
+    /// and with each member's log tail when one exits or the cluster is not healthy in 20 s.
+    pub fn start(members: usize) -> anyhow::Result<Self> {
+        Self::start_binary(&crate::require::tool("etcd")?, members)
+    }
+
+    /// Tries again (fresh ports, fresh directory) when a port was taken between the harness
+    /// picking it and etcd binding it: other tests bind loopback ports at the same time.
+    fn start_binary(binary: &Path, members: usize) -> anyhow::Result<Self> {
+        if members == 0 {
+            bail!("an etcd cluster needs at least one member");
+        }
+        let mut attempt = 1;
+        loop {
+            match Self::launch(binary, members) {
+                Err(e) if attempt < 3 && format!("{e:#}").contains("address already in use") => {
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn launch(binary: &Path, members: usize) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("e2e-etcd-").tempdir_in("/tmp")?;
+        // Every port bound at once, so all are distinct; released just before etcd binds them.
+        let listeners = (0..2 * members)
+            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let addrs =
+            listeners.iter().map(TcpListener::local_addr).collect::<std::io::Result<Vec<_>>>()?;
+        drop(listeners);
+        let unique = dir.path().file_name().map(|n| n.to_string_lossy().into_owned());
+        let mut me = Self {
+            binary: binary.to_path_buf(),
+            token: unique.unwrap_or_else(|| "e2e-etcd".into()),
+            members: (0..members)
+                .map(|i| Member {
+                    name: format!("m{i}"),
+                    client: addrs[2 * i],
+                    peer: addrs[2 * i + 1],
+                    id: 0,
+                    child: None,
+                })
+                .collect(),
+            dir,
+        };
+        for i in 0..members {
+            me.spawn(i)?;
+        }
+        let deadline = Instant::now() + START_WITHIN;
+        for i in 0..members {
+            me.wait_healthy(i, deadline)?;
+        }
+        for i in 0..members {
+            me.members[i].id = me.status(i)?.member_id;
+        }
+        Ok(me)
+    }
+
+    /// The directory holding every member's data dir (`m<i>/`) and log (`m<i>.log`).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// How many members the cluster has (running or not).
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Each member's client URL, `http://127.0.0.1:<port>`, in member order.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| format!("http://{}", m.client)).collect()
+    }
+
+    /// `--etcd-servers=<every client URL, comma-separated>`, for apiserver-lite.
+    pub fn servers_flag(&self) -> String {
+        format!("--etcd-servers={}", self.endpoints().join(","))
+    }
+
+    /// Member `i`'s client address.
+    pub fn client_addr(&self, i: usize) -> anyhow::Result<SocketAddr> {
+        Ok(self.member(i)?.client)
+    }
+
+    /// Whether member `i`'s process runs (false after [`kill`](Self::kill) or
+    /// [`stop`](Self::stop), or when it exited by itself).
+    pub fn is_running(&self, i: usize) -> bool {
+        self.members.get(i).and_then(|m| m.child.as_ref()).is_some_and(|c| alive(c.id()))
+    }
+
+    /// Whether member `i` answers `GET /health` with `"health":"true"` (it has a leader and
+    /// can serve a read).
+    pub fn is_healthy(&self, i: usize) -> bool {
+        self.members.get(i).is_some_and(|m| health(m.client).is_ok())
+    }
+
+    /// Member `i`'s status as it reports it.
+    pub fn status(&self, i: usize) -> anyhow::Result<Status> {
+        let m = self.member(i)?;
+        let (code, body) = http(m.client, "POST", "/v3/maintenance/status", "{}")
+            .with_context(|| format!("etcd {} status", m.name))?;
+        if code != 200 {
+            bail!("etcd {} status: HTTP {code}: {body}", m.name);
+        }
+        parse_status(&body).with_context(|| format!("etcd {} status: {body}", m.name))
+    }
+
+    /// The index of the member that leads, as every running member sees it. An error while
+    /// they disagree, know of no leader, or name one that is not running (a stale view right
+    /// after the leader died): poll it with [`eventually`](crate::eventually).
+    pub fn leader(&self) -> anyhow::Result<usize> {
+        let mut views = Vec::new();
+        for i in 0..self.members.len() {
+            if self.is_running(i) {
+                views.push((i, self.status(i).map(|s| s.leader)));
+            }
+        }
+        let seen: Vec<String> = views
+            .iter()
+            .map(|(i, v)| match v {
+                Ok(id) => format!("m{i}: leader {}", self.name_of(*id)),
+                Err(e) => format!("m{i}: {e:#}"),
+            })
+            .collect();
+        let ids: Vec<u64> = views.iter().filter_map(|(_, v)| v.as_ref().ok().copied()).collect();
+        let Some(&id) = ids.first() else { bail!("no running etcd member answered: {seen:?}") };
+        if id == 0 || ids.len() != views.len() || ids.iter().any(|&other| other != id) {
+            bail!("etcd members do not agree on a leader: {seen:?}");
+        }
+        match self.members.iter().position(|m| m.id == id) {
+            Some(i) if self.is_running(i) => Ok(i),
+            _ => bail!("etcd's leader {} is not running: {seen:?}", self.name_of(id)),
+        }
+    }
+
+    /// Writes `key` through the first running member.
+    pub fn put(&self, key: &str, value: &[u8]) -> anyhow::Result<()> {
+        let body = serde_json::json!({"key": B64.encode(key), "value": B64.encode(value)});
+        self.gateway(self.running()?, "/v3/kv/put", &body).map(drop)
+    }
+
+    /// Reads `key` (linearizable) through the first running member.
+    pub fn get(&self, key: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        self.range(self.running()?, key, false)
+    }
+
+    /// Reads `key` from member `i`'s own copy (a serializable read: no leader asked), to see
+    /// what that member has applied.
+    pub fn get_from(&self, i: usize, key: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        self.range(i, key, true)
+    }
+
+    /// Every key starting with `prefix`, sorted (e.g. what apiserver-lite stored under its
+    /// `--etcd-prefix`).
+    pub fn keys(&self, prefix: &str) -> anyhow::Result<Vec<String>> {
+        let body = serde_json::json!({
+            "key": B64.encode(prefix),
+            "range_end": B64.encode(prefix_end(prefix.as_bytes())),
+            "keys_only": true,
+        });
+        let answer = self.gateway(self.running()?, "/v3/kv/range", &body)?;
+        let kvs = answer["kvs"].as_array().cloned().unwrap_or_default();
+        kvs.iter()
+            .map(|kv| {
+                let key = B64.decode(kv["key"].as_str().unwrap_or_default())?;
+                Ok(String::from_utf8_lossy(&key).into_owned())
+            })
+            .collect()
+    }
+
+    fn range(&self, i: usize, key: &str, serializable: bool) -> anyhow::Result<Option<Vec<u8>>> {
+        let body = serde_json::json!({"key": B64.encode(key), "serializable": serializable});
+        let answer = self.gateway(i, "/v3/kv/range", &body)?;
+        match answer["kvs"][0]["value"].as_str() {
+            Some(value) => Ok(Some(B64.decode(value)?)),
+            // A key with an empty value has its value left out (proto3 JSON).
+            None if answer["kvs"][0].is_object() => Ok(Some(Vec::new())),
+            None => Ok(None),
+        }
+    }
+
+    /// One gRPC-gateway call on member `i`; its JSON answer, or the error it gave.
+    fn gateway(
+        &self,
+        i: usize,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<serde_json::Value> {
+        let m = self.member(i)?;
+        let (code, answer) = http(m.client, "POST", path, &body.to_string())
+            .with_context(|| format!("etcd {} {path}", m.name))?;
+        if code != 200 {
+            bail!("etcd {} {path}: HTTP {code}: {}", m.name, answer.trim());
+        }
+        serde_json::from_str(&answer).with_context(|| format!("etcd {} {path}: {answer}", m.name))
+    }
+
+    /// The first running member.
+    fn running(&self) -> anyhow::Result<usize> {
+        (0..self.members.len()).find(|&i| self.is_running(i)).context("no etcd member is running")
+    }
+
+    /// Kills member `i` with SIGKILL (no leadership hand-over, no clean shutdown) and reaps it.
+    pub fn kill(&mut self, i: usize) -> anyhow::Result<()> {
+        let m = self.member_mut(i)?;
+        let mut child =
+            m.child.take().with_context(|| format!("etcd {} is not running", m.name))?;
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        child.wait().with_context(|| format!("reaping etcd {}", m.name))?;
+        Ok(())
+    }
+
+    /// Stops member `i` gracefully (SIGTERM; a leader hands leadership over first), SIGKILL
+    /// after 10 s.
+    pub fn stop(&mut self, i: usize) -> anyhow::Result<()> {
+        let m = self.member_mut(i)?;
+        let mut child =
+            m.child.take().with_context(|| format!("etcd {} is not running", m.name))?;
+        terminate(&mut child, STOP_GRACE);
+        Ok(())
+    }
+
+    /// Starts member `i` again on its data dir (it rejoins as the member it was; the
+    /// `--initial-cluster*` flags are ignored for a member that has data) and waits until it
+    /// answers healthy as the same member.
+    pub fn restart(&mut self, i: usize) -> anyhow::Result<()> {
+        if self.is_running(i) {
+            bail!("etcd m{i} is still running");
+        }
+        let _ = self.member_mut(i)?.child.take().map(|mut c| c.wait());
+        self.spawn(i)?;
+        self.wait_healthy(i, Instant::now() + START_WITHIN)?;
+        let (was, is) = (self.members[i].id, self.status(i)?.member_id);
+        if was != is {
+            bail!("etcd m{i} came back as member {is:x}, not {was:x}");
+        }
+        Ok(())
+    }
+
+    /// The last `n` lines of member `i`'s log.
+    pub fn log_tail(&self, i: usize, n: usize) -> String {
+        tail(&self.dir.path().join(format!("m{i}.log")), n)
+    }
+
+    fn member(&self, i: usize) -> anyhow::Result<&Member> {
+        let n = self.members.len();
+        self.members.get(i).with_context(|| format!("no etcd member {i}: the cluster has {n}"))
+    }
+
+    fn member_mut(&mut self, i: usize) -> anyhow::Result<&mut Member> {
+        let n = self.members.len();
+        self.members.get_mut(i).with_context(|| format!("no etcd member {i}: the cluster has {n}"))
+    }
+
+    /// `m<i>` for a member's raft ID, else the ID in hex (as etcd logs it).
+    fn name_of(&self, id: u64) -> String {
+        match self.members.iter().find(|m| m.id == id && id != 0) {
+            Some(m) => m.name.clone(),
+            None if id == 0 => "none".into(),
+            None => format!("{id:x}"),
+        }
+    }
+
+    fn spawn(&mut self, i: usize) -> anyhow::Result<()> {
+        let initial_cluster = self
+            .members
+            .iter()
+            .map(|m| format!("{}=http://{}", m.name, m.peer))
+            .collect::<Vec<_>>()
+            .join(",");
+        let d = self.dir.path();
+        let m = &self.members[i];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(d.join(format!("{}.log", m.name)))?;
+        let (client, peer) = (format!("http://{}", m.client), format!("http://{}", m.peer));
+        let child = Command::new(&self.binary)
+            .args(["--name", &m.name])
+            .arg("--data-dir")
+            .arg(d.join(&m.name))
+            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &initial_cluster, "--initial-cluster-state", "new"])
+            .args(["--initial-cluster-token", &self.token])
+            .args(["--logger", "zap", "--log-level", "warn"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("start {} (package etcd-server)", self.binary.display()))?;
+        self.members[i].child = Some(child);
+        Ok(())
+    }
+
+    fn wait_healthy(&mut self, i: usize, deadline: Instant) -> anyhow::Result<()> {
+        loop {
+            let answer = health(self.members[i].client);
+            if answer.is_ok() {
+                return Ok(());
+            }
+            let name = self.members[i].name.clone();
+            if let Some(status) =
+                self.members[i].child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+            {
+                self.members[i].child = None;
+                bail!("etcd {name} exited ({status}):\n{}", self.log_tail(i, 20));
+            }
+            if Instant::now() > deadline {
+                let others: String = (0..self.members.len())
+                    .filter(|&j| j != i)
+                    .map(|j| format!("\n--- m{j}.log\n{}", self.log_tail(j, 10)))
+                    .collect();
+                bail!(
+                    "etcd {name} not healthy within {START_WITHIN:?} ({:#}):\n{}{others}",
+                    answer.err().unwrap_or_else(|| anyhow::anyhow!("?")),
+                    self.log_tail(i, 20)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for EtcdCluster {
+    /// Stops the members one at a time, so a leader stopping hands over to a live member
+    /// rather than waiting on peers that are stopping too; the directory goes after.
+    fn drop(&mut self) {
+        for m in &mut self.members {
+            if let Some(mut c) = m.child.take() {
+                terminate(&mut c, STOP_GRACE);
+            }
+        }
+    }
+}
+
+/// `GET /health` answered `{"health":"true"}`, or why not.
+fn health(addr: SocketAddr) -> anyhow::Result<()> {
+    let (code, body) = http(addr, "GET", "/health", "")?;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    if code == 200 && v["health"] == "true" {
+        Ok(())
+    } else {
+        bail!("/health: HTTP {code}: {}", body.trim())
+    }
+}
+
+/// The fields of a status answer; uint64s come as JSON strings from the gRPC gateway.
+fn parse_status(body: &str) -> anyhow::Result<Status> {
+    let v: serde_json::Value = serde_json::from_str(body)?;
+    let number = |value: &serde_json::Value, what: &str| -> anyhow::Result<u64> {
+        match value {
+            serde_json::Value::String(s) => s.parse().with_context(|| format!("{what}: {s}")),
+            serde_json::Value::Number(n) => n.as_u64().with_context(|| format!("{what}: {n}")),
+            // proto3 JSON leaves zero values out.
+            serde_json::Value::Null => Ok(0),
+            other => bail!("{what}: {other}"),
+        }
+    };
+    Ok(Status {
+        member_id: number(&v["header"]["member_id"], "header.member_id")?,
+        leader: number(&v["leader"], "leader")?,
+        raft_term: number(&v["raftTerm"], "raftTerm")?,
+        revision: number(&v["header"]["revision"], "header.revision")?,
+    })
+}
+
+/// The end of the range of keys starting with `prefix`, as etcd's clients compute it: the
+/// prefix with its last byte below 0xff incremented (and what follows dropped); `\0` (every
+/// key) when there is none.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// One HTTP/1.0 request on loopback; the status code and body.
+fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> anyhow::Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, REQUEST_TIMEOUT)?;
+    s.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+    s.set_write_timeout(Some(REQUEST_TIMEOUT))?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut response = String::new();
+    s.read_to_string(&mut response)?;
+    let code = response.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    Ok((code, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_binary_fails_the_start_naming_it() {
+        let err = EtcdCluster::start_binary(Path::new("/nonexistent/etcd"), 1).unwrap_err();
+        assert!(format!("{err:#}").contains("/nonexistent/etcd"), "{err:#}");
+        let err = crate::require::tool("no-such-etcd-binary").unwrap_err().to_string();
+        assert!(err.contains("no-such-etcd-binary") && err.contains("install-deps.sh"), "{err}");
+    }
+
+    #[test]
+    fn no_members_is_refused() {
+        let err = EtcdCluster::start_binary(Path::new("etcd"), 0).unwrap_err();
+        assert!(err.to_string().contains("at least one member"), "{err}");
+    }
+
+    #[test]
+    fn a_prefix_range_ends_past_its_last_key() {
+        assert_eq!(prefix_end(b"/registry/"), b"/registry0");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+        assert_eq!(prefix_end(b"\xff\xff"), b"\0");
+        assert_eq!(prefix_end(b""), b"\0");
+    }
+
+    #[test]
+    fn status_reads_the_gateway_strings_and_missing_zeros() {
+        let body = r#"{"header":{"cluster_id":"1","member_id":"8314758726340209135","revision":"7","raft_term":"2"},"version":"3.4.23","leader":"13832262890891856316","raftTerm":"2"}"#;
+        let s = parse_status(body).unwrap();
+        assert_eq!(
+            s,
+            Status {
+                member_id: 8314758726340209135,
+                leader: 13832262890891856316,
+                raft_term: 2,
+                revision: 7
+            }
+        );
+        let none = parse_status(r#"{"header":{"member_id":"5"}}"#).unwrap();
+        assert_eq!((none.leader, none.revision), (0, 0));
+        assert!(parse_status(r#"{"leader":"x"}"#).is_err());
+        assert!(parse_status("not json").is_err());
+    }
+}
