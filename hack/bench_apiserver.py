@@ -153,6 +153,7 @@ def main():
     ap.add_argument("--writes", type=int, default=200)
     ap.add_argument("--rbac-bindings", type=int, default=0)
     ap.add_argument("--token", default="bench-token")
+    ap.add_argument("--etcd-pids", default="", help="etcd members' pids (comma separated), for their RSS")
     a = ap.parse_args()
     target = tls_context(a.url, a.cert_dir)
     conn = connect(target)
@@ -202,8 +203,19 @@ def main():
         body = request(conn, "GET", "/api/v1/pods")
         times.append(time.perf_counter() - t)
     n = len(json.loads(body)["items"])
-    print(f"list of {n} pods ({len(body) / 1e6:.1f} MB JSON): median {statistics.median(times) * 1e3:.0f} ms, min {min(times) * 1e3:.0f} ms over {a.lists}")
+    print(f"list of {n} pods ({len(body) / 1e6:.1f} MB JSON), consistent (resourceVersion unset): median {statistics.median(times) * 1e3:.0f} ms, min {min(times) * 1e3:.0f} ms over {a.lists}")
+    times = []
+    for _ in range(a.lists):
+        t = time.perf_counter()
+        body = request(conn, "GET", "/api/v1/pods?resourceVersion=0")
+        times.append(time.perf_counter() - t)
+    n = len(json.loads(body)["items"])
+    print(f"list of {n} pods from the watch cache (resourceVersion=0): median {statistics.median(times) * 1e3:.0f} ms, min {min(times) * 1e3:.0f} ms over {a.lists}")
     print(f"apiserver RSS with {total} pods stored: {rss_mib(a.pid):.1f} MiB")
+    etcd = [int(p) for p in a.etcd_pids.split(",") if p]
+    if etcd:
+        each = ", ".join(f"{rss_mib(p):.1f}" for p in etcd)
+        print(f"etcd RSS with {total} pods stored: {each} MiB ({len(etcd)} member(s))")
 
     watched = json.loads(request(conn, "POST", f"/api/v1/namespaces/{NS}/pods", pod("watched")))
     rv = watched["metadata"]["resourceVersion"]

@@ -5,7 +5,8 @@
 # static pods); then runs the seed's flow, `kubectl create -f examples/manifests/nginx-pod.yaml`,
 # until `nginx-pod 1/1 Running` serves HTTP, then `kubectl create deployment web
 # --image=busybox-httpd:1.35 --replicas=2` until `web 2/2`, and prints what to try. Ctrl-C stops everything and
-# removes what it created. Pass --once to tear down right after the pod is up.
+# removes what it created. Pass --once to tear down right after the pod is up; --etcd to store
+# in a private etcd (Debian's etcd-server) with two apiservers on it instead of SQLite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

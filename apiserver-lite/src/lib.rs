@@ -3,7 +3,9 @@
 //! - [`admission`]: what the server changes in (and refuses of) objects before validation
 //!   (`DefaultTolerationSeconds`, `ServiceAccount`).
 //! - [`audit`]: the audit policy, events per request stage, the rotated audit log.
-//! - [`storage`]: the revisioned store (SQLite backend, in-memory state, watch history).
+//! - [`storage`]: the revisioned store: in-memory state and watch history over the embedded
+//!   SQLite log or etcd (several apiservers on one etcd cluster).
+//! - [`identity`]: this apiserver's identity Lease in `kube-system`.
 //! - [`resources`]: the served resource types.
 //! - [`request`]: routing and query parameters.
 //! - [`selectors`]: label and field selectors.
@@ -41,6 +43,7 @@ pub mod discovery;
 pub mod errors;
 pub mod eviction;
 pub mod http;
+pub mod identity;
 pub mod kinds;
 pub mod list;
 pub mod managedfields;

@@ -21,7 +21,7 @@ use apiserver_lite::serviceaccount::{self, openid};
 use apiserver_lite::storage::Store;
 use apiserver_lite::storage::etcd::{EtcdConfig, KeyLayout, Remote};
 use apiserver_lite::storage::sqlite::SqliteBackend;
-use apiserver_lite::{certs, resources, server};
+use apiserver_lite::{certs, identity, resources, server};
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
@@ -296,6 +296,8 @@ async fn main() -> anyhow::Result<()> {
         ));
     }
     tasks.spawn(rbac.run(registry.clone(), stop.clone()));
+    let lease_host = host.clone().unwrap_or_else(|| "localhost".into());
+    tasks.spawn(identity::run(registry.clone(), lease_host, local.port(), stop.clone()));
     tasks.spawn(populator::run(graph, store, graph_revision, stop.clone()));
     tasks.spawn(scraper::run(metrics, registry.clone(), kubelet.clone(), stop.clone()));
     if args.insecure_port != 0 {

@@ -509,7 +509,8 @@ impl ResourceType {
 
 /// Where each stored resource type lives in etcd, as upstream lays it out: (the store's
 /// prefix, the path under `--etcd-prefix`): `pods`, nodes under `minions`, services under
-/// `services/specs`, endpoints under `services/endpoints`.
+/// `services/specs`, endpoints under `services/endpoints`; and the Services' address records
+/// (`ipaddresses`).
 pub fn etcd_routes() -> Vec<(String, String)> {
     RESOURCES
         .iter()
@@ -530,6 +531,10 @@ pub fn etcd_routes() -> Vec<(String, String)> {
             };
             (r.prefix(None), path.to_string())
         })
+        .chain([(
+            crate::registry::ipalloc::PREFIX.to_string(),
+            crate::registry::ipalloc::ETCD_PATH.to_string(),
+        )])
         .collect()
 }
 

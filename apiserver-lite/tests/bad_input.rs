@@ -3,14 +3,15 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+#[macro_use]
 mod support;
 
 use serde_json::json;
+use support::stores::Backend;
 use support::{Client, JSON, PODS, Server, assert_status, pod, workload};
 
-#[tokio::test]
-async fn oversized_malformed_wrong_kind_and_invalid_bodies_get_upstream_answers() {
-    let server = Server::start().await;
+async fn oversized_malformed_wrong_kind_and_invalid_bodies_get_upstream_answers(b: Backend) {
+    let server = Server::start_on(b).await;
     let mut c = Client::new(server.addr);
 
     // More than upstream's 3 MiB: 413, and the connection or the next one still works.
@@ -111,9 +112,8 @@ async fn oversized_malformed_wrong_kind_and_invalid_bodies_get_upstream_answers(
 
 /// A workload's template (`restartPolicy` as given), labelled `app: web`.
 
-#[tokio::test]
-async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
-    let server = Server::start().await;
+async fn invalid_workloads_get_422_with_upstreams_paths_and_messages(b: Backend) {
+    let server = Server::start_on(b).await;
     let mut c = Client::new(server.addr);
     let apps = "/apis/apps/v1/namespaces/default";
     let batch = "/apis/batch/v1/namespaces/default";
@@ -251,9 +251,8 @@ async fn invalid_workloads_get_422_with_upstreams_paths_and_messages() {
 }
 
 /// A random JSON value, at most `depth` deep.
-#[tokio::test]
-async fn list_and_watch_parameters_that_contradict_each_other_get_upstream_answers() {
-    let server = Server::start().await;
+async fn list_and_watch_parameters_that_contradict_each_other_get_upstream_answers(b: Backend) {
+    let server = Server::start_on(b).await;
     let mut c = Client::new(server.addr);
     for name in ["a", "b", "c"] {
         assert_eq!(c.json("POST", PODS, JSON, &pod(name)).await.code, 201);
@@ -339,9 +338,8 @@ async fn list_and_watch_parameters_that_contradict_each_other_get_upstream_answe
     server.stop().await;
 }
 
-#[tokio::test]
-async fn reviews_are_answered_never_stored_and_malformed_ones_are_named() {
-    let server = Server::start().await;
+async fn reviews_are_answered_never_stored_and_malformed_ones_are_named(b: Backend) {
+    let server = Server::start_on(b).await;
     let mut c = Client::new(server.addr);
     let ssar = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
     let ask = json!({"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}});
@@ -400,3 +398,10 @@ async fn reviews_are_answered_never_stored_and_malformed_ones_are_named() {
     assert!(r.body["status"]["userInfo"]["username"].is_string(), "{}", r.body);
     server.stop().await;
 }
+
+on_every_store!(
+    oversized_malformed_wrong_kind_and_invalid_bodies_get_upstream_answers,
+    invalid_workloads_get_422_with_upstreams_paths_and_messages,
+    list_and_watch_parameters_that_contradict_each_other_get_upstream_answers,
+    reviews_are_answered_never_stored_and_malformed_ones_are_named,
+);

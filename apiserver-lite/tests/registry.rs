@@ -1,6 +1,10 @@
-//! The registry's semantics, as the real API server's, over a real SQLite file.
+//! The registry's semantics, as the real API server's, on every store: a real SQLite file, one
+//! etcd member, three (see `support::stores`).
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+#[macro_use]
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,14 +21,15 @@ use apiserver_lite::resources::{ResourceType, find};
 use apiserver_lite::selectors::{FieldSelector, LabelSelector};
 use apiserver_lite::storage::Store;
 use apiserver_lite::storage::sqlite::SqliteBackend;
+use support::stores::{Backend, TestStore};
 use serde_json::{Value, json};
 
 fn pods() -> &'static ResourceType {
     find("", "v1", "pods").unwrap()
 }
 
-async fn registry(dir: &std::path::Path) -> Arc<Registry> {
-    let store = Store::open(Arc::new(SqliteBackend::open(&dir.join("db")).unwrap())).unwrap();
+async fn registry(dir: &TestStore) -> Arc<Registry> {
+    let store = dir.open().await;
     // No controller-manager makes `default` ServiceAccounts here: pods are admitted without
     // the ServiceAccount plugin, as upstream's integration tests run.
     let admission = Admission::default().without(Plugin::ServiceAccount);
@@ -41,10 +46,9 @@ async fn create(r: &Registry, name: &str) -> Value {
     r.create(pods(), Some("default"), pod(name, json!({"app": "web"})), W).await.unwrap().0
 }
 
-#[tokio::test]
-async fn create_get_list_and_update_with_optimistic_concurrency() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+async fn create_get_list_and_update_with_optimistic_concurrency(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
     let created = create(&r, "web").await;
     assert_eq!(created["status"]["phase"], "Pending");
     let rv1 = created["metadata"]["resourceVersion"].as_str().unwrap().to_string();
@@ -78,10 +82,9 @@ async fn create_get_list_and_update_with_optimistic_concurrency() {
     assert_eq!(all.revision, r.store.revision());
 }
 
-#[tokio::test]
-async fn paging_follows_continue_tokens() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+async fn paging_follows_continue_tokens(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
     for i in 0..5 {
         create(&r, &format!("p{i}")).await;
     }
@@ -115,7 +118,7 @@ fn names(page: &apiserver_lite::registry::ListPage) -> Vec<String> {
 
 /// A registry with pods p0..p4, the options of a list by twos, and its first page (p0, p1).
 async fn five_pods_and_a_first_page_of_two(
-    dir: &std::path::Path,
+    dir: &TestStore,
 ) -> (Arc<Registry>, ListOptions, apiserver_lite::registry::ListPage) {
     let r = registry(dir).await;
     for i in 0..5 {
@@ -127,10 +130,9 @@ async fn five_pods_and_a_first_page_of_two(
     (r, opts, first)
 }
 
-#[tokio::test]
-async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision() {
-    let dir = tempfile::tempdir().unwrap();
-    let (r, mut opts, first) = five_pods_and_a_first_page_of_two(dir.path()).await;
+async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision(b: Backend) {
+    let dir = TestStore::start(b);
+    let (r, mut opts, first) = five_pods_and_a_first_page_of_two(&dir).await;
     // Writes between the pages: a deletion, a label change and a creation.
     r.delete(pods(), Some("default"), "p2", &DeleteOptions::default(), false).await.unwrap();
     let mut p3 = r.get(pods(), Some("default"), "p3").unwrap();
@@ -171,7 +173,7 @@ async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision() {
     // After a restart the history is gone: the old token and revision are 410 Expired.
     let token = first.continue_token.clone();
     drop(r);
-    let r = registry(dir.path()).await;
+    let r = registry(&dir).await;
     let stale = ListOptions { limit: Some(2), continue_from: token, ..ListOptions::default() };
     let err = r.list(pods(), Some("default"), &stale).unwrap_err();
     assert_eq!((err.code, err.reason), (410, "Expired"));
@@ -180,17 +182,16 @@ async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision() {
     assert_eq!((err.code, err.reason), (410, "Expired"));
 }
 
-#[tokio::test]
-async fn an_expired_continue_token_is_answered_with_a_token_for_the_rest_as_it_is_now() {
-    let dir = tempfile::tempdir().unwrap();
-    let (r, mut opts, first) = five_pods_and_a_first_page_of_two(dir.path()).await;
+async fn an_expired_continue_token_is_answered_with_a_token_for_the_rest_as_it_is_now(b: Backend) {
+    let dir = TestStore::start(b);
+    let (r, mut opts, first) = five_pods_and_a_first_page_of_two(&dir).await;
 
     // Writes on both sides of the page boundary, then a restart drops the kept history.
     r.delete(pods(), Some("default"), "p2", &DeleteOptions::default(), false).await.unwrap();
     create(&r, "p0a").await;
     create(&r, "p5").await;
     drop(r);
-    let r = registry(dir.path()).await;
+    let r = registry(&dir).await;
 
     opts.continue_from = first.continue_token.clone();
     let err = r.list(pods(), Some("default"), &opts).unwrap_err();
@@ -214,10 +215,9 @@ async fn an_expired_continue_token_is_answered_with_a_token_for_the_rest_as_it_i
     assert_eq!(third.continue_token, None);
 }
 
-#[tokio::test]
-async fn strict_field_validation_refuses_unknown_fields_and_warn_reports_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+async fn strict_field_validation_refuses_unknown_fields_and_warn_reports_them(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
     let mut typo = pod("t", json!({}));
     typo["spec"]["containers"][0]["comand"] = json!(["sh"]);
     let err = r.create(pods(), Some("default"), typo.clone(), W).await.unwrap_err();
@@ -240,10 +240,9 @@ async fn strict_field_validation_refuses_unknown_fields_and_warn_reports_them() 
     assert_eq!(err.code, 422);
 }
 
-#[tokio::test]
-async fn a_pod_on_a_node_is_deleted_gracefully_and_removed_when_its_kubelet_confirms() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+async fn a_pod_on_a_node_is_deleted_gracefully_and_removed_when_its_kubelet_confirms(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
     let mut p = pod("bound", json!({}));
     p["spec"]["nodeName"] = json!("node-1");
     r.create(pods(), Some("default"), p, W).await.unwrap();
@@ -270,10 +269,9 @@ async fn a_pod_on_a_node_is_deleted_gracefully_and_removed_when_its_kubelet_conf
     );
 }
 
-#[tokio::test]
-async fn finalizers_hold_an_object_until_they_are_removed() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+async fn finalizers_hold_an_object_until_they_are_removed(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
     let cm = find("", "v1", "configmaps").unwrap();
     let body = json!({"metadata": {"name": "held", "finalizers": ["example.com/keep"]}, "data": {"a": "1"}});
     r.create(cm, Some("default"), body, W).await.unwrap();
@@ -285,10 +283,9 @@ async fn finalizers_hold_an_object_until_they_are_removed() {
     assert_eq!(r.get(cm, Some("default"), "held").unwrap_err().code, 404);
 }
 
-#[tokio::test]
-async fn propagation_policies_set_the_gc_finalizers_and_removing_them_completes_the_delete() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+async fn propagation_policies_set_the_gc_finalizers_and_removing_them_completes_the_delete(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
     let deploys = find("apps", "v1", "deployments").unwrap();
     let deployment = |name: &str| {
         json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"app": name}},
@@ -344,10 +341,9 @@ async fn propagation_policies_set_the_gc_finalizers_and_removing_them_completes_
     assert!(d.removed);
 }
 
-#[tokio::test]
-async fn deleting_a_namespace_removes_its_contents_then_itself() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+async fn deleting_a_namespace_removes_its_contents_then_itself(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
     let nsr = find("", "v1", "namespaces").unwrap();
     r.create(nsr, None, json!({"metadata": {"name": "team"}}), W).await.unwrap();
     r.create(pods(), Some("team"), pod("a", json!({})), W).await.unwrap();
@@ -377,10 +373,9 @@ async fn next_event(w: &mut apiserver_lite::registry::WatchStream) -> (String, S
     }
 }
 
-#[tokio::test]
-async fn watches_send_current_objects_then_changes_through_their_selectors() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+async fn watches_send_current_objects_then_changes_through_their_selectors(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
     create(&r, "a").await;
     let opts = WatchOptions {
         start: WatchStart::InitialEvents,
@@ -413,10 +408,9 @@ async fn watches_send_current_objects_then_changes_through_their_selectors() {
     assert_eq!(next_event(&mut w).await, ("DELETED".into(), "a".into()));
 }
 
-#[tokio::test]
-async fn a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = registry(dir.path()).await;
+async fn a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
     let a = create(&r, "a").await;
     let after = a["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
     create(&r, "b").await;
@@ -428,7 +422,7 @@ async fn a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired() {
     let mut w = r.watch(pods(), Some("default"), opts.clone()).unwrap();
     assert_eq!(next_event(&mut w).await, ("ADDED".into(), "b".into()));
 
-    let r2 = registry(dir.path()).await; // a restart: no history before now
+    let r2 = registry(&dir).await; // a restart: no history before now
     let mut old = r2
         .watch(pods(), Some("default"), WatchOptions { start: WatchStart::After(1), ..opts })
         .unwrap();
@@ -480,3 +474,17 @@ async fn new_pods_tolerate_unready_and_unreachable_nodes_for_the_configured_time
     let (u, _) = r.update(pods(), Some("default"), "p", None, bare, W).await.unwrap();
     assert_eq!(u["spec"]["tolerations"], p["spec"]["tolerations"]);
 }
+
+on_every_store!(
+    create_get_list_and_update_with_optimistic_concurrency,
+    paging_follows_continue_tokens,
+    a_paged_list_is_one_snapshot_at_the_first_pages_revision,
+    an_expired_continue_token_is_answered_with_a_token_for_the_rest_as_it_is_now,
+    strict_field_validation_refuses_unknown_fields_and_warn_reports_them,
+    a_pod_on_a_node_is_deleted_gracefully_and_removed_when_its_kubelet_confirms,
+    finalizers_hold_an_object_until_they_are_removed,
+    propagation_policies_set_the_gc_finalizers_and_removing_them_completes_the_delete,
+    deleting_a_namespace_removes_its_contents_then_itself,
+    watches_send_current_objects_then_changes_through_their_selectors,
+    a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired,
+);

@@ -349,3 +349,27 @@ pub fn difference(
         )
     })
 }
+
+/// Which store an apiserver under test keeps its objects in: the API suites run on each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// Its own SQLite file (the default).
+    Sqlite,
+    /// A harness etcd cluster of this many members.
+    Etcd(usize),
+}
+
+/// An apiserver on `store`, and the etcd cluster it uses (held until after the apiserver: a
+/// tuple drops in order).
+pub fn start_on_store(
+    store: Store,
+    extra: &[&str],
+) -> anyhow::Result<(ApiServer, Option<EtcdCluster>)> {
+    match store {
+        Store::Sqlite => Ok((ApiServer::start_with(extra)?, None)),
+        Store::Etcd(members) => {
+            let etcd = EtcdCluster::start(members)?;
+            Ok((ApiServer::start_on(&etcd, extra)?, Some(etcd)))
+        }
+    }
+}

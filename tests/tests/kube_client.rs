@@ -1,12 +1,13 @@
 //! kube-rs (typed `Api<Pod>`, the watcher, patches) against apiserver-lite, and durability:
-//! kill -9 during a stream of writes loses no acknowledged write.
+//! kill -9 during a stream of writes loses no acknowledged write; on every store (SQLite, one
+//! etcd member, three).
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use e2e::apiserver::ApiServer;
+use e2e::apiserver::{Store, start_on_store};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -21,9 +22,8 @@ fn pod(name: &str) -> Pod {
     .unwrap()
 }
 
-#[tokio::test]
-async fn typed_pods_crud_with_conflicts_and_patches() {
-    let server = ApiServer::start().unwrap();
+async fn typed_pods_crud_with_conflicts_and_patches(store: Store) {
+    let (server, _etcd) = start_on_store(store, &[]).unwrap();
     let client = server.admin_client().await.unwrap();
     assert_eq!(client.apiserver_version().await.unwrap().minor, "35");
     let pods: Api<Pod> = Api::namespaced(client, "default");
@@ -74,9 +74,8 @@ async fn typed_pods_crud_with_conflicts_and_patches() {
     assert!(pods.get_opt("web").await.unwrap().is_none());
 }
 
-#[tokio::test]
-async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
-    let server = ApiServer::start().unwrap();
+async fn the_watcher_lists_then_follows_changes_in_both_list_modes(store: Store) {
+    let (server, _etcd) = start_on_store(store, &[]).unwrap();
     let client = server.admin_client().await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client, "default");
     pods.create(&PostParams::default(), &pod("before")).await.unwrap();
@@ -109,9 +108,8 @@ async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
     }
 }
 
-#[tokio::test]
-async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
-    let mut server = ApiServer::start().unwrap();
+async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write(store: Store) {
+    let (mut server, _etcd) = start_on_store(store, &[]).unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(server.admin_client().await.unwrap(), "default");
     let writer = tokio::spawn(async move {
         let mut acked = Vec::new();
@@ -155,4 +153,63 @@ async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
         next.metadata.resource_version.unwrap().parse::<i64>().unwrap() > highest,
         "resourceVersions continue upward"
     );
+}
+
+// Each test on every store: SQLite, one etcd member, three.
+
+mod sqlite {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn typed_pods_crud_with_conflicts_and_patches() {
+        super::typed_pods_crud_with_conflicts_and_patches(Store::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
+        super::the_watcher_lists_then_follows_changes_in_both_list_modes(Store::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
+        super::kill_9_during_a_stream_of_writes_loses_no_acknowledged_write(Store::Sqlite).await;
+    }
+}
+
+mod etcd1 {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn typed_pods_crud_with_conflicts_and_patches() {
+        super::typed_pods_crud_with_conflicts_and_patches(Store::Etcd(1)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
+        super::the_watcher_lists_then_follows_changes_in_both_list_modes(Store::Etcd(1)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
+        super::kill_9_during_a_stream_of_writes_loses_no_acknowledged_write(Store::Etcd(1)).await;
+    }
+}
+
+mod etcd3 {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn typed_pods_crud_with_conflicts_and_patches() {
+        super::typed_pods_crud_with_conflicts_and_patches(Store::Etcd(3)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
+        super::the_watcher_lists_then_follows_changes_in_both_list_modes(Store::Etcd(3)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
+        super::kill_9_during_a_stream_of_writes_loses_no_acknowledged_write(Store::Etcd(3)).await;
+    }
 }

@@ -6,7 +6,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use e2e::apiserver::{ApiServer, KubectlRun as Run, kubectl_binary};
+use e2e::apiserver::{ApiServer, KubectlRun as Run, Store, kubectl_binary, start_on_store};
 
 fn k(server: &ApiServer, args: &[&str]) -> Run {
     server.kubectl_run(args).unwrap()
@@ -39,7 +39,21 @@ spec:
 
 #[test]
 fn kubectl_v1_35_works_against_apiserver_lite() {
-    let server = ApiServer::start().unwrap();
+    kubectl_v1_35_works_on(Store::Sqlite);
+}
+
+#[test]
+fn kubectl_v1_35_works_against_apiserver_lite_on_one_etcd_member() {
+    kubectl_v1_35_works_on(Store::Etcd(1));
+}
+
+#[test]
+fn kubectl_v1_35_works_against_apiserver_lite_on_three_etcd_members() {
+    kubectl_v1_35_works_on(Store::Etcd(3));
+}
+
+fn kubectl_v1_35_works_on(store: Store) {
+    let (server, _etcd) = start_on_store(store, &[]).unwrap();
     let dir = server.dir().to_path_buf();
     let pod_file = dir.join("nginx_pod.yaml");
     std::fs::write(&pod_file, POD).unwrap();

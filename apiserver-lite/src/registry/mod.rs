@@ -7,11 +7,13 @@
 //! - [`list`]: pages over one snapshot, and continue tokens;
 //! - [`watch`]: watches from a revision through selectors;
 //! - [`namespace`]: the namespace controller that empties Terminating namespaces;
+//! - [`ipalloc`]: the Services' cluster IPs, one record per address, safe across apiservers;
 //! - [`versioner`]: a stored object's resourceVersion is its revision (over etcd, set on read).
 
 mod delete;
 mod list;
 mod namespace;
+pub mod ipalloc;
 pub mod versioner;
 mod watch;
 
@@ -119,22 +121,24 @@ impl Registry {
         Self { admission, ..self }
     }
 
-    /// Creates the initial namespaces that are missing.
+    /// Creates the initial namespaces that are missing, and records the cluster IPs of Services
+    /// stored without one.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
         let ns = &resources::NAMESPACES;
         for name in INITIAL_NAMESPACES {
             if self.store.get(&ns.key(None, name)).is_none() {
                 let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
-                self.create(
-                    ns,
-                    None,
-                    body,
-                    WriteOptions { dry_run: false, validation: FieldValidation::Ignore },
-                )
-                .await?;
+                let w = WriteOptions { dry_run: false, validation: FieldValidation::Ignore };
+                match self.create(ns, None, body, w).await {
+                    // Another apiserver sharing the store made it meanwhile.
+                    Err(e) if e.code == 409 => {}
+                    done => {
+                        done?;
+                    }
+                }
             }
         }
-        Ok(())
+        self.repair_cluster_ips().await
     }
 
     fn require_namespace(&self, r: &ResourceType, ns: Option<&str>) -> Result<(), ApiError> {
@@ -149,29 +153,6 @@ impl Registry {
             )));
         }
         Ok(())
-    }
-
-    /// Gives a ClusterIP service a free address from 10.96.0.0/16 (upstream's default service
-    /// range begins there), unless it asked for one or for none (`None`, headless).
-    fn allocate_cluster_ip(&self, svc: &mut Value) {
-        let wants = svc["spec"]["type"].as_str().unwrap_or("ClusterIP") != "ExternalName";
-        if !wants || svc["spec"]["clusterIP"].as_str().is_some_and(|ip| !ip.is_empty()) {
-            return;
-        }
-        let services = &resources::SERVICES;
-        let (existing, _) = self.store.list(&services.prefix(None));
-        let used: std::collections::HashSet<String> = existing
-            .iter()
-            .filter_map(|(_, s)| serde_json::from_slice::<Value>(&s.value).ok())
-            .filter_map(|v| v["spec"]["clusterIP"].as_str().map(str::to_string))
-            .collect();
-        let free = (10u32..65_534)
-            .map(|n| format!("10.96.{}.{}", n >> 8, n & 0xff))
-            .find(|ip| !used.contains(ip));
-        if let Some(ip) = free {
-            svc["spec"]["clusterIP"] = json!(ip);
-            svc["spec"]["clusterIPs"] = json!([ip]);
-        }
     }
 
     pub fn get(&self, r: &ResourceType, ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
@@ -256,10 +237,6 @@ impl Registry {
         self.admission.admit_create(r, ns, &mut obj, self).await?;
         objects::prepare_for_create(r, &mut obj)?;
         objects::validate(r, &obj)?;
-        // Service storage allocates the cluster IP.
-        if *r == resources::SERVICES {
-            self.allocate_cluster_ip(&mut obj);
-        }
         let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let key = r.key(ns, &name);
         if dry_run {
@@ -268,6 +245,11 @@ impl Registry {
             }
             return Ok((obj, warnings));
         }
+        // Service storage allocates the cluster IP (released again if the Service is not stored).
+        let reserved = match *r == resources::SERVICES {
+            true => self.allocate_cluster_ip(&mut obj, ns.unwrap_or("default")).await?,
+            false => None,
+        };
         // What is stored is `obj` with its resourceVersion: the answer is that object (with the
         // revision it got), not a parse of the bytes just encoded.
         let applied = self
@@ -279,7 +261,14 @@ impl Registry {
                 obj["metadata"]["resourceVersion"] = json!(rev.to_string());
                 Ok(Mutation::Put(encode(&obj)))
             })
-            .await?;
+            .await;
+        let applied = match (applied, reserved) {
+            (Err(e), Some(ip)) => {
+                self.release_cluster_ip(&ip, ns.unwrap_or("default"), &name).await;
+                return Err(e);
+            }
+            (applied, _) => applied?,
+        };
         obj["metadata"]["resourceVersion"] = json!(applied.revision.to_string());
         Ok((obj, warnings))
     }
@@ -442,6 +431,9 @@ impl Registry {
         if applied.kind == Some(EventType::Modified) {
             obj["metadata"]["resourceVersion"] = json!(applied.revision.to_string());
         }
+        if applied.kind == Some(EventType::Deleted) && *r == resources::SERVICES {
+            self.service_removed(&obj).await;
+        }
         Ok((obj, warnings))
     }
 
@@ -493,6 +485,9 @@ impl Registry {
             out.ok_or_else(|| ApiError::internal("delete produced nothing"))?;
         if applied.kind == Some(EventType::Modified) {
             object["metadata"]["resourceVersion"] = json!(applied.revision.to_string());
+        }
+        if applied.kind == Some(EventType::Deleted) && *r == resources::SERVICES {
+            self.service_removed(&object).await;
         }
         let mut warnings = Vec::new();
         if r.strategy.default_propagation == Propagation::Orphan && opts.no_policy() {

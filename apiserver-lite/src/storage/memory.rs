@@ -262,6 +262,12 @@ impl Store {
             .map(|r| (r.key, Stored { value: r.value, revision: r.revision }))
             .collect();
         let shared = Arc::new(Shared::new(objects, revision));
+        let (history, oldest) = super::etcd::history::read(&remote, revision).await?;
+        {
+            let mut state = shared.write();
+            state.history = history.into();
+            state.oldest_watchable = oldest;
+        }
         let following = super::etcd::follow::start(remote, shared.clone(), revision);
         Ok(Self { shared, durable: Durable::Etcd(Box::new(following)) })
     }

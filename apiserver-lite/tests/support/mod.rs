@@ -1,9 +1,11 @@
 //! The harness the bad-input and node-authorizer tests share: apiserver-lite on a loopback
-//! port over a temporary SQLite store (Node,RBAC over the bootstrap policy, the node graph
+//! port over a temporary store (SQLite, or etcd: [`stores`]) (Node,RBAC over the bootstrap policy, the node graph
 //! following the store), and a raw HTTP/1.1 client that re-dials when the server closes the
 //! connection and may impersonate (`Impersonate-*` headers, as `kubectl --as`).
 
 #![allow(dead_code)] // each test file uses its own part
+
+pub mod stores;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,8 +17,6 @@ use apiserver_lite::auth::node::populator;
 use apiserver_lite::http::ApiState;
 use apiserver_lite::registry::Registry;
 use apiserver_lite::server;
-use apiserver_lite::storage::Store;
-use apiserver_lite::storage::sqlite::SqliteBackend;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
@@ -30,13 +30,18 @@ pub struct Server {
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     _dir: tempfile::TempDir,
+    _store: stores::TestStore,
 }
 
 impl Server {
     pub async fn start() -> Self {
+        Self::start_on(stores::Backend::Sqlite).await
+    }
+
+    pub async fn start_on(backend: stores::Backend) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let backend = SqliteBackend::open(&dir.path().join("db")).unwrap();
-        let store = Arc::new(Store::open(Arc::new(backend)).unwrap());
+        let test_store = stores::TestStore::start(backend);
+        let store = Arc::new(test_store.open().await);
         // No controller-manager makes `default` ServiceAccounts here (see registry.rs).
         let admission = Admission::default().without(Plugin::ServiceAccount);
         let registry = Arc::new(Registry::new(store.clone()).with_admission(admission));
@@ -78,7 +83,7 @@ impl Server {
         let task = tokio::spawn(async move {
             tokio::join!(serving, following);
         });
-        Self { addr, registry, stop, task, _dir: dir }
+        Self { addr, registry, stop, task, _dir: dir, _store: test_store }
     }
 
     pub async fn stop(self) {

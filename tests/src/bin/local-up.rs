@@ -6,6 +6,10 @@
 //! a Deployment: `kubectl create deployment web --image=busybox-httpd:1.35 --replicas=2` →
 //! `web 2/2`. Prints how to look at everything and keeps it up until Ctrl-C (with `--once`,
 //! tears down right away).
+//!
+//! With `--etcd`: a private etcd (Debian's) instead of SQLite, and two apiservers on it sharing
+//! one PKI: kubectl, the scheduler and the controller-manager talk to the first, the kubelet to
+//! the second, so every step of the flow crosses from one apiserver to the other.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,6 +18,7 @@ use anyhow::Context;
 use e2e::apiserver::ApiServer;
 use e2e::containerd::Containerd;
 use e2e::controllers::ControllerManager;
+use e2e::etcd::EtcdCluster;
 use e2e::kubelet::Kubelet;
 use e2e::registry::http_get;
 use e2e::scheduler::Scheduler;
@@ -35,22 +40,33 @@ struct Cluster {
     kubelet: Kubelet,
     controllers: ControllerManager,
     scheduler: Scheduler,
+    /// With `--etcd`: the second apiserver (the kubelet's).
+    peer: Option<ApiServer>,
     api: ApiServer,
+    etcd: Option<EtcdCluster>,
 }
 
-async fn bring_up(containerd: &Containerd) -> anyhow::Result<Cluster> {
+async fn bring_up(containerd: &Containerd, with_etcd: bool) -> anyhow::Result<Cluster> {
     containerd.import_test_images()?;
-    let api = ApiServer::start_for_nodes_with(&[NODE], &[e2e::apiserver::SERVICE_ACCOUNTS])
-        .context("start apiserver-lite")?;
+    let etcd = with_etcd.then(|| EtcdCluster::start(1)).transpose().context("start etcd")?;
+    let servers = etcd.as_ref().map(EtcdCluster::servers_flag);
+    let mut flags = vec![e2e::apiserver::SERVICE_ACCOUNTS];
+    flags.extend(servers.as_deref());
+    let api = ApiServer::start_for_nodes_with(&[NODE], &flags).context("start apiserver-lite")?;
+    let peer = match etcd {
+        Some(_) => Some(api.start_peer(&[]).context("start the second apiserver-lite")?),
+        None => None,
+    };
     let scheduler = Scheduler::start(&api, &[]).context("start the scheduler")?;
     let controllers =
         ControllerManager::start(&api, &[]).context("start the controller-manager")?;
-    let kubelet = Kubelet::start_joined(containerd, NODE, &api.node_kubeconfig(NODE)?)?;
+    let kubelet_api = peer.as_ref().unwrap_or(&api);
+    let kubelet = Kubelet::start_joined(containerd, NODE, &kubelet_api.node_kubeconfig(NODE)?)?;
     for entry in std::fs::read_dir(examples_dir()).context("examples/manifests")? {
         let entry = entry?;
         std::fs::copy(entry.path(), kubelet.manifests().join(entry.file_name()))?;
     }
-    Ok(Cluster { kubelet, controllers, scheduler, api })
+    Ok(Cluster { kubelet, controllers, scheduler, peer, api, etcd })
 }
 
 /// The pod once it is Running with every container ready and an IP.
@@ -151,11 +167,22 @@ fn print_help(containerd: &Containerd, c: &Cluster) {
     let kubectl = e2e::apiserver::kubectl_binary()
         .map_or_else(|_| "kubectl".to_string(), |p| p.display().to_string());
     let sock = containerd.endpoint().path().display().to_string();
-    println!(
-        "\napiserver-lite: https://127.0.0.1:{} (SQLite under {})",
-        c.api.port(),
-        c.api.dir().display()
-    );
+    match (&c.etcd, &c.peer) {
+        (Some(etcd), Some(peer)) => {
+            println!(
+                "\napiserver-lite: https://127.0.0.1:{} and https://127.0.0.1:{} (the kubelet's), both on etcd {}",
+                c.api.port(),
+                peer.port(),
+                etcd.endpoints().join(",")
+            );
+            println!("                 the same objects through either: kubectl -s https://127.0.0.1:{} get pods", peer.port());
+        }
+        _ => println!(
+            "\napiserver-lite: https://127.0.0.1:{} (SQLite under {})",
+            c.api.port(),
+            c.api.dir().display()
+        ),
+    }
     println!("kubelet:        node {NODE}, static pods from {}", c.kubelet.manifests().display());
     println!("containerd:     {}", containerd.endpoint());
     println!("\nTry:");
@@ -177,9 +204,10 @@ fn print_help(containerd: &Containerd, c: &Cluster) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let once = std::env::args().any(|a| a == "--once");
+    let with_etcd = std::env::args().any(|a| a == "--etcd");
     let containerd =
         Containerd::start(Default::default()).await.context("start a private containerd")?;
-    let cluster = match bring_up(&containerd).await {
+    let cluster = match bring_up(&containerd, with_etcd).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("local-up failed: {e:#}\ncontainerd log:\n{}", containerd.log_tail(20));
@@ -211,11 +239,13 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     println!("stopping");
-    let Cluster { kubelet, controllers, scheduler, api } = cluster;
+    let Cluster { kubelet, controllers, scheduler, peer, api, etcd } = cluster;
     drop(kubelet);
     drop(controllers);
     drop(scheduler);
+    drop(peer);
     drop(api);
+    drop(etcd);
     let report = containerd.stop().await;
     anyhow::ensure!(report.is_clean(), "teardown left {report:#?}");
     println!("stopped; nothing left behind");

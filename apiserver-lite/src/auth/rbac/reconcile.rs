@@ -106,11 +106,31 @@ pub fn binding(
 
 const WRITE: WriteOptions = WriteOptions { dry_run: false, validation: FieldValidation::Ignore };
 
+/// How often reconciling one object starts again after another apiserver sharing the store
+/// changed it meanwhile (both reconciling at start).
+const ATTEMPTS: usize = 5;
+
 async fn carry_out<T: Serialize + DeserializeOwned + Clone>(
     registry: &Registry,
     r: &ResourceType,
     name: &str,
     decide: impl Fn(Option<&T>) -> Action<T>,
+) -> Result<(), ApiError> {
+    let mut attempt = 0;
+    loop {
+        match carry_out_once(registry, r, name, &decide).await {
+            // Created, changed or removed meanwhile by another apiserver: look again.
+            Err(e) if matches!(e.code, 404 | 409) && attempt + 1 < ATTEMPTS => attempt += 1,
+            done => return done,
+        }
+    }
+}
+
+async fn carry_out_once<T: Serialize + DeserializeOwned + Clone>(
+    registry: &Registry,
+    r: &ResourceType,
+    name: &str,
+    decide: &impl Fn(Option<&T>) -> Action<T>,
 ) -> Result<(), ApiError> {
     let existing: Option<T> = match registry.get(r, None, name) {
         Ok(v) => Some(

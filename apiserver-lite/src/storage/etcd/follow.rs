@@ -20,6 +20,8 @@ use crate::storage::{Revision, StorageError, Stored};
 
 /// How long a consistent read waits for the store to reach etcd's revision.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a consistent read waits for events before it asks etcd for progress.
+pub const PROGRESS_AFTER: Duration = Duration::from_millis(20);
 /// The longest pause between attempts to re-open a broken watch.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
@@ -89,9 +91,10 @@ impl Following {
     }
 }
 
-/// Waits until the store's visible revision reaches `want`, asking for a progress
-/// notification first (etcd's latest revision may be a write outside the prefix, which no
-/// event would bring).
+/// Waits until the store's visible revision reaches `want`. With `progress`, asks for a
+/// progress notification when the events alone have not brought it there after
+/// [`PROGRESS_AFTER`] (etcd's latest revision may be a write outside the prefix, which no event
+/// brings; asked at once, a notification can overtake events still in flight in etcd 3.4).
 pub(super) async fn wait_for(
     shared: &Shared,
     want: Revision,
@@ -103,7 +106,11 @@ pub(super) async fn wait_for(
         return Ok(());
     }
     if let Some(p) = progress {
-        p.notify_one();
+        match tokio::time::timeout(PROGRESS_AFTER, visible.wait_for(|at| *at >= want)).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(_)) => return Err(StorageError::Closed),
+            Err(_) => p.notify_one(),
+        }
     }
     match tokio::time::timeout(within, visible.wait_for(|at| *at >= want)).await {
         Ok(Ok(_)) => Ok(()),
@@ -270,7 +277,10 @@ fn apply(shared: &Shared, changes: Vec<Change>, last: Revision) {
             },
             (None, None) => continue,
         };
+        let before = state.revision;
         state.apply(Arc::new(event), &shared.events);
+        // A progress notification may have gone ahead; the revision never goes back.
+        state.revision = state.revision.max(before);
     }
     state.revision = state.revision.max(last);
     let at = state.revision;

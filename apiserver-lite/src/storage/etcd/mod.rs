@@ -5,6 +5,8 @@
 //! - this file: connecting ([`EtcdConfig`]), and [`Remote`], the reads and conditional writes;
 //! - [`layout`]: upstream's key layout, mapped to the store's keys;
 //! - [`follow`]: the watch that applies etcd's events to the cache, in revision order;
+//! - [`history`]: the events before the load that etcd still keeps, so watches resume across
+//!   an apiserver's restart;
 //! - [`write`]: `Store::mutate` over etcd: decide on the cached value, commit with a
 //!   transaction conditioned on its revision, decide again on conflict;
 //! - [`compact`]: periodic compaction, one apiserver at a time.
@@ -17,6 +19,7 @@
 
 pub mod compact;
 pub mod follow;
+pub mod history;
 pub mod layout;
 pub mod write;
 
@@ -296,8 +299,14 @@ fn tls_options(config: &EtcdConfig) -> Result<Option<TlsOptions>, StorageError> 
         return Ok(None);
     }
     let mut tls = TlsOptions::new();
-    if let Some(ca) = &config.ca_file {
-        tls = tls.ca_certificate(Certificate::from_pem(read("--etcd-cafile", ca)?));
+    match &config.ca_file {
+        Some(ca) => tls = tls.ca_certificate(Certificate::from_pem(read("--etcd-cafile", ca)?)),
+        None => {
+            return Err(StorageError::Config(
+                "https:// etcd endpoints need --etcd-cafile (the CA that signs etcd's certificate)"
+                    .into(),
+            ));
+        }
     }
     match (&config.cert_file, &config.key_file) {
         (Some(cert), Some(key)) => {
