@@ -1,10 +1,11 @@
 //! Several apiserver-lite processes for one cluster: a peer started from a first apiserver shares
-//! its PKI and flags and serves on a port of its own. (Sharing objects needs the etcd store:
-//! `ApiServer::start_on` an `EtcdCluster`.)
+//! its PKI and flags and serves on a port of its own; on one etcd (`ApiServer::start_on` an
+//! `EtcdCluster`) the two serve the same objects, stored under their `--etcd-prefix`.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use e2e::apiserver::ApiServer;
+use e2e::etcd::EtcdCluster;
 
 #[test]
 fn a_peer_shares_the_first_pki_and_flags_and_serves_on_its_own_port() {
@@ -59,4 +60,30 @@ fn a_peer_of_a_peer_is_a_peer_of_the_first() {
     let ports = [first.port(), second.port(), third.port()];
     assert!(ports[0] != ports[1] && ports[1] != ports[2] && ports[0] != ports[2], "{ports:?}");
     assert!(third.kubectl_run(&["get", "ns", "default"]).unwrap().ok);
+}
+
+#[test]
+fn two_apiservers_on_one_etcd_serve_the_same_objects_under_its_prefix() {
+    let etcd = EtcdCluster::start(1).unwrap();
+    let first = ApiServer::start_on(&etcd, &["--etcd-prefix=/e2e-peers"]).unwrap();
+    let peer = first.start_peer(&[]).unwrap();
+
+    let ok = |server: &ApiServer, args: &[&str]| {
+        let r = server.kubectl_run(args).unwrap();
+        assert!(r.ok, "kubectl {}: {}{}", args.join(" "), r.out, r.err);
+        r.out
+    };
+    ok(&first, &["create", "namespace", "team"]);
+    assert_eq!(ok(&peer, &["get", "namespace", "team", "-o", "name"]), "namespace/team\n");
+    ok(&peer, &["create", "configmap", "settings", "-n", "team", "--from-literal=a=b"]);
+    let data =
+        ok(&first, &["get", "configmap", "settings", "-n", "team", "-o", "jsonpath={.data.a}"]);
+    assert_eq!(data, "b");
+
+    // Both wrote under the prefix, with upstream's key layout, and nowhere else.
+    let keys = etcd.keys("/e2e-peers/").unwrap();
+    for key in ["/e2e-peers/namespaces/team", "/e2e-peers/configmaps/team/settings"] {
+        assert!(keys.iter().any(|k| k == key), "no {key} in {keys:?}");
+    }
+    assert_eq!(etcd.keys("/registry/").unwrap(), Vec::<String>::new());
 }
