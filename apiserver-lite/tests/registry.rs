@@ -173,6 +173,7 @@ async fn a_paged_list_is_one_snapshot_at_the_first_pages_revision(b: Backend) {
     // After a restart the history is gone: the old token and revision are 410 Expired.
     let token = first.continue_token.clone();
     drop(r);
+    dir.forget_history().await;
     let r = registry(&dir).await;
     let stale = ListOptions { limit: Some(2), continue_from: token, ..ListOptions::default() };
     let err = r.list(pods(), Some("default"), &stale).unwrap_err();
@@ -191,6 +192,7 @@ async fn an_expired_continue_token_is_answered_with_a_token_for_the_rest_as_it_i
     create(&r, "p0a").await;
     create(&r, "p5").await;
     drop(r);
+    dir.forget_history().await;
     let r = registry(&dir).await;
 
     opts.continue_from = first.continue_token.clone();
@@ -422,6 +424,7 @@ async fn a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired(b: Backen
     let mut w = r.watch(pods(), Some("default"), opts.clone()).unwrap();
     assert_eq!(next_event(&mut w).await, ("ADDED".into(), "b".into()));
 
+    dir.forget_history().await;
     let r2 = registry(&dir).await; // a restart: no history before now
     let mut old = r2
         .watch(pods(), Some("default"), WatchOptions { start: WatchStart::After(1), ..opts })

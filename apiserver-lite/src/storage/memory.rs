@@ -268,7 +268,7 @@ impl Store {
             state.history = history.into();
             state.oldest_watchable = oldest;
         }
-        let following = super::etcd::follow::start(remote, shared.clone(), revision);
+        let following = super::etcd::follow::start(remote, shared.clone());
         Ok(Self { shared, durable: Durable::Etcd(Box::new(following)) })
     }
 

@@ -36,6 +36,15 @@ impl TestStore {
         Self { backend, dir, etcd }
     }
 
+    /// Makes the history before now unreadable, as a restart of an SQLite store does: over
+    /// etcd (whose history outlives a restart), a compaction to the current revision.
+    pub async fn forget_history(&self) {
+        let Some(etcd) = &self.etcd else { return };
+        let mut client = etcd_client::Client::connect(etcd.endpoints(), None).await.unwrap();
+        let now = client.get("/", None).await.unwrap().header().unwrap().revision();
+        client.compact(now, None).await.unwrap();
+    }
+
     pub async fn open(&self) -> Store {
         match &self.etcd {
             None => Store::open(Arc::new(SqliteBackend::open(&self.dir.path().join("db")).unwrap()))

@@ -1,6 +1,8 @@
 //! Following etcd: one watch on the prefix, from the revision the store holds, applying each
-//! event to the store in revision order (its own writes and other apiservers' alike), and
-//! answering progress requests so a consistent read knows when it has caught up. A broken
+//! event to the store in revision order (its own writes and other apiservers' alike). A
+//! consistent read waits until the store has reached etcd's revision; when that revision is no
+//! event under the prefix (a write elsewhere in etcd), a marker written under the prefix brings
+//! one that comes after it (etcd 3.4's progress notifications can overtake events). A broken
 //! watch is re-opened from where the store is; one whose revision was compacted away reloads
 //! the store and ends the watches that were open (their clients list again).
 
@@ -10,7 +12,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use etcd_client::{EventType as EtcdEvent, WatchOptions};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::compact::Round;
@@ -20,8 +21,8 @@ use crate::storage::{Revision, StorageError, Stored};
 
 /// How long a consistent read waits for the store to reach etcd's revision.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a consistent read waits for events before it asks etcd for progress.
-pub const PROGRESS_AFTER: Duration = Duration::from_millis(20);
+/// How long a consistent read waits for events before it writes a marker.
+pub const MARK_AFTER: Duration = Duration::from_millis(20);
 /// The longest pause between attempts to re-open a broken watch.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
@@ -31,10 +32,9 @@ pub struct Following {
     pub(super) remote: Remote,
     stop: CancellationToken,
     health: Arc<Health>,
-    /// Asks the follower for a progress notification (etcd's current revision, once every
-    /// event up to it has been delivered).
-    progress: Arc<Notify>,
     pub(super) round: tokio::sync::Mutex<Round>,
+    /// This apiserver's writers, one per key at a time.
+    pub(super) locks: super::write::KeyLocks,
 }
 
 /// Whether the watch is up, and why not.
@@ -57,18 +57,18 @@ impl Health {
     }
 }
 
-/// Starts following etcd from just after `revision` (what the store was loaded at).
-pub(in crate::storage) fn start(
-    remote: Remote,
-    shared: Arc<Shared>,
-    revision: Revision,
-) -> Following {
+/// Starts following etcd from just after the revision the store was loaded at.
+pub(in crate::storage) fn start(remote: Remote, shared: Arc<Shared>) -> Following {
     let stop = CancellationToken::new();
     let health = Arc::new(Health::default());
-    let progress = Arc::new(Notify::new());
-    let _ = revision;
-    tokio::spawn(run(remote.clone(), shared, stop.clone(), health.clone(), progress.clone()));
-    Following { remote, stop, health, progress, round: tokio::sync::Mutex::new(Round::default()) }
+    tokio::spawn(run(remote.clone(), shared, stop.clone(), health.clone()));
+    Following {
+        remote,
+        stop,
+        health,
+        round: tokio::sync::Mutex::new(Round::default()),
+        locks: super::write::KeyLocks::default(),
+    }
 }
 
 impl Following {
@@ -83,7 +83,11 @@ impl Following {
     /// Waits until the store holds everything etcd held when this was called.
     pub(in crate::storage) async fn sync(&self, shared: &Shared) -> Result<(), StorageError> {
         let want = self.remote.current_revision().await?;
-        wait_for(shared, want, SYNC_TIMEOUT, Some(&self.progress)).await
+        if wait_for(shared, want, MARK_AFTER).await.is_ok() {
+            return Ok(());
+        }
+        let marked = self.remote.mark().await?;
+        wait_for(shared, marked, SYNC_TIMEOUT).await
     }
 
     pub fn stop(&self) {
@@ -91,26 +95,15 @@ impl Following {
     }
 }
 
-/// Waits until the store's visible revision reaches `want`. With `progress`, asks for a
-/// progress notification when the events alone have not brought it there after
-/// [`PROGRESS_AFTER`] (etcd's latest revision may be a write outside the prefix, which no event
-/// brings; asked at once, a notification can overtake events still in flight in etcd 3.4).
+/// Waits until the store's visible revision reaches `want`.
 pub(super) async fn wait_for(
     shared: &Shared,
     want: Revision,
     within: Duration,
-    progress: Option<&Notify>,
 ) -> Result<(), StorageError> {
     let mut visible = shared.visible.subscribe();
     if *visible.borrow_and_update() >= want {
         return Ok(());
-    }
-    if let Some(p) = progress {
-        match tokio::time::timeout(PROGRESS_AFTER, visible.wait_for(|at| *at >= want)).await {
-            Ok(Ok(_)) => return Ok(()),
-            Ok(Err(_)) => return Err(StorageError::Closed),
-            Err(_) => p.notify_one(),
-        }
     }
     match tokio::time::timeout(within, visible.wait_for(|at| *at >= want)).await {
         Ok(Ok(_)) => Ok(()),
@@ -132,11 +125,10 @@ async fn run(
     shared: Arc<Shared>,
     stop: CancellationToken,
     health: Arc<Health>,
-    progress: Arc<Notify>,
 ) {
     let mut backoff = Duration::from_millis(50);
     loop {
-        let ended = follow(&remote, &shared, &stop, &health, &progress).await;
+        let ended = follow(&remote, &shared, &stop, &health).await;
         match ended {
             Ended::Stopped => return,
             Ended::Broken(reason) => {
@@ -168,7 +160,6 @@ async fn follow(
     shared: &Shared,
     stop: &CancellationToken,
     health: &Health,
-    progress: &Notify,
 ) -> Ended {
     let prefix = remote.layout.etcd_prefix();
     let from = shared.read().revision + 1;
@@ -187,12 +178,6 @@ async fn follow(
     loop {
         let message = tokio::select! {
             () = stop.cancelled() => return Ended::Stopped,
-            () = progress.notified() => {
-                if let Err(e) = stream.request_progress().await {
-                    return Ended::Broken(format!("asking for progress: {e}"));
-                }
-                continue;
-            }
             m = stream.message() => m,
         };
         let response = match message {
@@ -215,8 +200,6 @@ async fn follow(
         }
         let revision = response.header().map_or(0, etcd_client::ResponseHeader::revision);
         if response.events().is_empty() {
-            // A progress notification: every event up to `revision` has been delivered.
-            advance(shared, revision);
             continue;
         }
         let changes: Vec<Change> =
@@ -277,26 +260,12 @@ fn apply(shared: &Shared, changes: Vec<Change>, last: Revision) {
             },
             (None, None) => continue,
         };
-        let before = state.revision;
         state.apply(Arc::new(event), &shared.events);
-        // A progress notification may have gone ahead; the revision never goes back.
-        state.revision = state.revision.max(before);
     }
     state.revision = state.revision.max(last);
     let at = state.revision;
     drop(state);
     shared.visible.send_replace(at);
-}
-
-/// A progress notification: nothing more under the prefix up to `revision`.
-fn advance(shared: &Shared, revision: Revision) {
-    let mut state = shared.write();
-    if revision <= state.revision {
-        return;
-    }
-    state.revision = revision;
-    drop(state);
-    shared.visible.send_replace(revision);
 }
 
 /// Replaces the store's state with a fresh load: the history is gone, and so are the watches

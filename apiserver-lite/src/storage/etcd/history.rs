@@ -12,10 +12,6 @@ use super::{MAX_MESSAGE, REQUEST_TIMEOUT, Remote, prefix_end};
 use crate::storage::memory::{Event, EventType, HISTORY};
 use crate::storage::{Revision, StorageError, Stored};
 
-/// The key written to mark where the history read ends: under the prefix (so the watch that
-/// reads history reaches it) but served by no resource (so no store ever holds it).
-pub const MARKER: &str = "apiserver-lite/history-marker";
-
 /// The kept events after `from` up to `loaded` (both revisions), oldest first, and the revision
 /// a watch may resume after (`from`, or later if etcd compacted past it).
 ///
@@ -26,9 +22,7 @@ pub async fn read(
     remote: &Remote,
     loaded: Revision,
 ) -> Result<(Vec<Arc<Event>>, Revision), StorageError> {
-    let marker = format!("{}{MARKER}", remote.layout.etcd_prefix());
-    let written = remote.client().put(marker, loaded.to_string(), None).await.map_err(|e| remote.error(e))?;
-    let end = written.header().map_or(loaded, etcd_client::ResponseHeader::revision);
+    let end = remote.mark().await?;
     let from = (loaded - i64::try_from(HISTORY).unwrap_or(i64::MAX)).max(0);
     match read_after(remote, from, loaded, end).await? {
         Ok(events) => Ok((events, from)),

@@ -36,6 +36,11 @@ use super::{Record, Revision, StorageError, Stored, Versioner};
 
 /// How long connecting, and each request, may take before etcd counts as unreachable.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// The marker's key under the prefix (see [`Remote::mark`]).
+pub const MARKER: &str = "apiserver-lite/marker";
+/// Attempts of a request while members answer `Unavailable` (one down of three: the chance
+/// that every attempt reaches it is 1 in 3^7).
+const UNAVAILABLE_ATTEMPTS: usize = 7;
 /// Keys read per request while loading (bounded messages, as upstream's paged lists).
 const LOAD_PAGE: i64 = 1000;
 /// The largest response accepted from etcd (an object is at most 1.5 MiB in etcd; a page of
@@ -118,6 +123,42 @@ impl Remote {
         StorageError::Etcd { servers: self.servers.clone(), reason, timed_out }
     }
 
+    /// Runs an etcd request again (a few times, briefly apart) while it fails as `Unavailable`:
+    /// the client balances over every endpoint, and a request that went to a member that is
+    /// down never reached etcd, so another member is tried (as etcd's Go client does).
+    async fn retrying<T, F, Fut>(&self, mut request: F) -> Result<T, StorageError>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let mut pause = Duration::from_millis(20);
+        for _ in 1..UNAVAILABLE_ATTEMPTS {
+            match request(self.client.clone()).await {
+                Err(e) if unavailable(&e) => {
+                    tracing::debug!(error = %e, "etcd: a member is unavailable; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                done => return done.map_err(|e| self.error(e)),
+            }
+        }
+        request(self.client.clone()).await.map_err(|e| self.error(e))
+    }
+
+    /// Writes the marker (a key under the prefix no resource serves, so no store holds it) and
+    /// returns its revision: its event, on any watch of the prefix, comes after every event
+    /// before it. How a reader knows it has seen everything up to a revision.
+    pub async fn mark(&self) -> Result<Revision, StorageError> {
+        let key = format!("{}{MARKER}", self.layout.etcd_prefix());
+        let r = self
+            .retrying(|mut c| {
+                let key = key.clone();
+                async move { c.put(key, "", None).await }
+            })
+            .await?;
+        Ok(r.header().map_or(0, etcd_client::ResponseHeader::revision))
+    }
+
     /// The store key's etcd key.
     fn etcd_key(&self, key: &str) -> Result<String, StorageError> {
         self.layout.to_etcd(key).ok_or_else(|| StorageError::Unmapped(key.to_string()))
@@ -125,13 +166,15 @@ impl Remote {
 
     /// etcd's current revision (a linearizable read: the leader's).
     pub async fn current_revision(&self) -> Result<Revision, StorageError> {
-        let options = GetOptions::new().with_prefix().with_count_only();
+        let prefix = self.layout.etcd_prefix();
         let r = self
-            .client
-            .kv_client()
-            .get(self.layout.etcd_prefix(), Some(options))
-            .await
-            .map_err(|e| self.error(e))?;
+            .retrying(|mut c| {
+                let prefix = prefix.clone();
+                async move {
+                    c.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await
+                }
+            })
+            .await?;
         Ok(r.header().map_or(0, etcd_client::ResponseHeader::revision))
     }
 
@@ -141,7 +184,6 @@ impl Remote {
     pub async fn load(&self) -> Result<(Vec<Record>, Revision), StorageError> {
         let prefix = self.layout.etcd_prefix();
         let end = prefix_end(prefix.as_bytes());
-        let mut kv = self.client.kv_client().max_decoding_message_size(MAX_MESSAGE);
         let mut records = Vec::new();
         let mut from = prefix.clone().into_bytes();
         let mut at = 0;
@@ -150,7 +192,15 @@ impl Remote {
             if at != 0 {
                 options = options.with_revision(at);
             }
-            let r = kv.get(from.clone(), Some(options)).await.map_err(|e| self.error(e))?;
+            let r = self
+                .retrying(|c| {
+                    let (from, options) = (from.clone(), options.clone());
+                    async move {
+                        let mut kv = c.kv_client().max_decoding_message_size(MAX_MESSAGE);
+                        kv.get(from, Some(options)).await
+                    }
+                })
+                .await?;
             if at == 0 {
                 at = r.header().map_or(0, etcd_client::ResponseHeader::revision);
             }
@@ -201,8 +251,12 @@ impl Remote {
     /// The key's value now, read from etcd (not the cache).
     pub async fn get(&self, key: &str) -> Result<Option<Stored>, StorageError> {
         let etcd_key = self.etcd_key(key)?;
-        let r =
-            self.client.kv_client().get(etcd_key.clone(), None).await.map_err(|e| self.error(e))?;
+        let r = self
+            .retrying(|mut c| {
+                let k = etcd_key.clone();
+                async move { c.get(k, None).await }
+            })
+            .await?;
         self.first(key, r.kvs())
     }
 
@@ -241,7 +295,12 @@ impl Remote {
         };
         let txn =
             Txn::new().when([condition]).and_then([then]).or_else([TxnOp::get(etcd_key, None)]);
-        let r = self.client.kv_client().txn(txn).await.map_err(|e| self.error(e))?;
+        let r = self
+            .retrying(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await?;
         if r.succeeded() {
             return Ok(Committed::At(r.header().map_or(0, etcd_client::ResponseHeader::revision)));
         }
@@ -267,6 +326,15 @@ impl Remote {
 
     pub(crate) fn servers(&self) -> &str {
         &self.servers
+    }
+}
+
+/// A request that never reached a working member (connection refused, no leader).
+fn unavailable(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::GRpcStatus(s) => s.code() == tonic::Code::Unavailable,
+        etcd_client::Error::TransportError(_) => true,
+        _ => false,
     }
 }
 

@@ -5,6 +5,8 @@
 //! another apiserver's write). A committed write is acknowledged once the store has seen it
 //! come back through the watch, so this server's readers see their own writes.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::Committed;
@@ -18,8 +20,55 @@ const ECHO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Conflicts one write may meet before it gives up (each one is another writer's success).
 const MAX_ATTEMPTS: usize = 64;
 
+/// Writers of one key in this apiserver, one at a time: they would only conflict with each other
+/// in etcd (and decide again, and again); conflicts are left to other apiservers' writers.
+#[derive(Debug, Default)]
+pub struct KeyLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+
+/// One key's lock, held; the entry goes when its last holder or waiter does.
+struct Held<'a> {
+    locks: &'a KeyLocks,
+    key: &'a str,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl KeyLocks {
+    async fn hold<'a>(&'a self, key: &'a str) -> Held<'a> {
+        let lock = {
+            let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            map.entry(key.to_string()).or_default().clone()
+        };
+        let guard = lock.lock_owned().await;
+        Held { locks: self, key, guard: Some(guard) }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        let mut map = self.locks.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.get(self.key).is_some_and(|l| Arc::strong_count(l) == 1) {
+            map.remove(self.key);
+        }
+    }
+}
+
 impl Following {
     pub(in crate::storage) async fn mutate<E, F>(
+        &self,
+        shared: &Shared,
+        key: &str,
+        decide: F,
+    ) -> Result<Applied, E>
+    where
+        E: From<StorageError>,
+        F: FnMut(Option<&Stored>, Revision) -> Result<Mutation, E>,
+    {
+        let _held = self.locks.hold(key).await;
+        self.mutate_held(shared, key, decide).await
+    }
+
+    async fn mutate_held<E, F>(
         &self,
         shared: &Shared,
         key: &str,
@@ -69,7 +118,7 @@ impl Following {
             };
             match self.remote.commit(key, expected, value.clone()).await? {
                 Committed::At(revision) => {
-                    if let Err(e) = wait_for(shared, revision, ECHO_TIMEOUT, None).await {
+                    if let Err(e) = wait_for(shared, revision, ECHO_TIMEOUT).await {
                         tracing::warn!(key, error = %e, "etcd: acknowledging a write the store has not seen yet");
                     }
                     let value = match value {
