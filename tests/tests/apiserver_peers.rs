@@ -1,11 +1,19 @@
 //! Several apiserver-lite processes for one cluster: a peer started from a first apiserver shares
 //! its PKI and flags and serves on a port of its own; on one etcd (`ApiServer::start_on` an
-//! `EtcdCluster`) the two serve the same objects, stored under their `--etcd-prefix`.
+//! `EtcdCluster`) the two serve the same objects, stored under their `--etcd-prefix`, and keep
+//! serving when the etcd leader of three members is killed.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+use std::time::Duration;
+
 use e2e::apiserver::ApiServer;
 use e2e::etcd::EtcdCluster;
+use e2e::eventually;
+
+/// An election (1 s timeout) and the apiservers' clients finding the new leader, on a loaded
+/// 2-core machine.
+const WAIT: Duration = Duration::from_secs(30);
 
 #[test]
 fn a_peer_shares_the_first_pki_and_flags_and_serves_on_its_own_port() {
@@ -86,4 +94,46 @@ fn two_apiservers_on_one_etcd_serve_the_same_objects_under_its_prefix() {
         assert!(keys.iter().any(|k| k == key), "no {key} in {keys:?}");
     }
     assert_eq!(etcd.keys("/registry/").unwrap(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn apiservers_on_three_etcd_members_keep_serving_when_the_etcd_leader_is_killed() {
+    let mut etcd = EtcdCluster::start(3).unwrap();
+    let first = ApiServer::start_on(&etcd, &[]).unwrap();
+    let peer = first.start_peer(&[]).unwrap();
+    let leader = eventually("an etcd leader", WAIT, Duration::from_millis(100), || {
+        std::future::ready(etcd.leader().ok())
+    })
+    .await
+    .unwrap();
+
+    etcd.kill(leader).unwrap();
+    // Each apiserver writes and reads again once the other two members elected a leader,
+    // whichever member it was talking to.
+    for (server, name) in [(&first, "after-first"), (&peer, "after-peer")] {
+        eventually(&format!("creating namespace {name}"), WAIT, Duration::from_millis(500), || {
+            let r = server.kubectl_run(&["create", "namespace", name]).unwrap();
+            std::future::ready((r.ok || r.err.contains("AlreadyExists")).then_some(()))
+        })
+        .await
+        .unwrap();
+    }
+    // From then on every request is answered, as kube-apiserver's etcd client retries an
+    // unavailable member on another one: none is a 503 naming the killed member.
+    for n in 0..20 {
+        let server = if n % 2 == 0 { &first } else { &peer };
+        let r =
+            server.kubectl_run(&["get", "namespace", "after-first", "after-peer", "-o", "name"]);
+        let r = r.unwrap();
+        assert_eq!(r.out, "namespace/after-first\nnamespace/after-peer\n", "read {n}: {}", r.err);
+    }
+
+    // The killed member comes back and holds what was written without it.
+    etcd.restart(leader).unwrap();
+    let key = "/registry/namespaces/after-peer";
+    eventually("the restarted member to catch up", WAIT, Duration::from_millis(100), || {
+        std::future::ready(etcd.get_from(leader, key).ok().flatten().map(drop))
+    })
+    .await
+    .unwrap();
 }
