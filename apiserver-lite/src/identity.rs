@@ -60,7 +60,12 @@ fn micro_time(t: jiff::Timestamp) -> String {
 }
 
 /// Keeps this apiserver's Lease until `stop`, and removes expired identity Leases.
-pub async fn run(registry: std::sync::Arc<Registry>, host: String, port: u16, stop: CancellationToken) {
+pub async fn run(
+    registry: std::sync::Arc<Registry>,
+    host: String,
+    port: u16,
+    stop: CancellationToken,
+) {
     let name = lease_name(&host, port);
     let holder = format!("{name}_{}", crate::objects::new_uid());
     let mut renew = tokio::time::interval(RENEW_INTERVAL);
@@ -79,7 +84,12 @@ pub async fn run(registry: std::sync::Arc<Registry>, host: String, port: u16, st
 }
 
 /// Creates or renews the Lease.
-pub async fn keep(registry: &Registry, name: &str, holder: &str, host: &str) -> Result<(), ApiError> {
+pub async fn keep(
+    registry: &Registry,
+    name: &str,
+    holder: &str,
+    host: &str,
+) -> Result<(), ApiError> {
     let now = micro_time(jiff::Timestamp::now());
     let w = WriteOptions { dry_run: false, validation: FieldValidation::Ignore };
     let renewed = registry
@@ -139,10 +149,15 @@ pub async fn remove_expired(registry: &Registry, now: jiff::Timestamp) {
     let leases = page.items.iter().filter_map(|b| serde_json::from_slice::<Value>(b).ok());
     for lease in leases.filter(|l| expired(l, now)) {
         let name = lease["metadata"]["name"].as_str().unwrap_or_default();
-        match registry.delete(&LEASES, Some(NAMESPACE), name, &DeleteOptions::default(), false).await {
+        match registry
+            .delete(&LEASES, Some(NAMESPACE), name, &DeleteOptions::default(), false)
+            .await
+        {
             Ok(_) => tracing::info!(lease = name, "removed an expired apiserver identity lease"),
             Err(e) if e.code == 404 => {}
-            Err(e) => tracing::warn!(lease = name, error = %e, "removing an expired identity lease"),
+            Err(e) => {
+                tracing::warn!(lease = name, error = %e, "removing an expired identity lease")
+            }
         }
     }
 }

@@ -110,8 +110,6 @@ async fn oversized_malformed_wrong_kind_and_invalid_bodies_get_upstream_answers(
     server.stop().await;
 }
 
-/// A workload's template (`restartPolicy` as given), labelled `app: web`.
-
 async fn invalid_workloads_get_422_with_upstreams_paths_and_messages(b: Backend) {
     let server = Server::start_on(b).await;
     let mut c = Client::new(server.addr);

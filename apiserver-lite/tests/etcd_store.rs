@@ -29,7 +29,8 @@ fn config(etcd: &EtcdCluster, prefix: &str) -> EtcdConfig {
 
 async fn open(etcd: &EtcdCluster, prefix: &str) -> Store {
     let layout = KeyLayout::new(prefix, resources::etcd_routes());
-    let remote = Remote::connect(&config(etcd, prefix), layout, set_resource_version).await.unwrap();
+    let remote =
+        Remote::connect(&config(etcd, prefix), layout, set_resource_version).await.unwrap();
     Store::open_etcd(remote).await.unwrap()
 }
 
@@ -81,7 +82,8 @@ async fn a_write_through_one_store_reaches_every_watcher_of_another_in_order_onc
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_read_modify_writes_through_two_stores_lose_no_update() {
     let etcd = EtcdCluster::start(1).unwrap();
-    let stores = [Arc::new(open(&etcd, "/registry").await), Arc::new(open(&etcd, "/registry").await)];
+    let stores =
+        [Arc::new(open(&etcd, "/registry").await), Arc::new(open(&etcd, "/registry").await)];
     let key = format!("{POD}counter");
     let bump = |s: Arc<Store>, key: String| async move {
         s.mutate::<StorageError, _>(&key, |cur, _| {

@@ -21,8 +21,8 @@ use apiserver_lite::resources::{ResourceType, find};
 use apiserver_lite::selectors::{FieldSelector, LabelSelector};
 use apiserver_lite::storage::Store;
 use apiserver_lite::storage::sqlite::SqliteBackend;
-use support::stores::{Backend, TestStore};
 use serde_json::{Value, json};
+use support::stores::{Backend, TestStore};
 
 fn pods() -> &'static ResourceType {
     find("", "v1", "pods").unwrap()
@@ -285,7 +285,9 @@ async fn finalizers_hold_an_object_until_they_are_removed(b: Backend) {
     assert_eq!(r.get(cm, Some("default"), "held").unwrap_err().code, 404);
 }
 
-async fn propagation_policies_set_the_gc_finalizers_and_removing_them_completes_the_delete(b: Backend) {
+async fn propagation_policies_set_the_gc_finalizers_and_removing_them_completes_the_delete(
+    b: Backend,
+) {
     let dir = TestStore::start(b);
     let r = registry(&dir).await;
     let deploys = find("apps", "v1", "deployments").unwrap();
@@ -478,6 +480,56 @@ async fn new_pods_tolerate_unready_and_unreachable_nodes_for_the_configured_time
     assert_eq!(u["spec"]["tolerations"], p["spec"]["tolerations"]);
 }
 
+fn service(name: &str, ip: Option<&str>) -> Value {
+    let mut s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                       "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}});
+    if let Some(ip) = ip {
+        s["spec"]["clusterIP"] = json!(ip);
+    }
+    s
+}
+
+async fn services_never_share_a_cluster_ip_and_a_taken_one_is_refused(b: Backend) {
+    let dir = TestStore::start(b);
+    // Over etcd, two apiservers' registries on the one store; over SQLite, one.
+    let first = registry(&dir).await;
+    let second = if dir.etcd.is_some() { registry(&dir).await } else { first.clone() };
+    let svcs = find("", "v1", "services").unwrap();
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let r = if i % 2 == 0 { first.clone() } else { second.clone() };
+            tokio::spawn(async move {
+                let (s, _) = r
+                    .create(svcs, Some("default"), service(&format!("s{i}"), None), W)
+                    .await
+                    .unwrap();
+                s["spec"]["clusterIP"].as_str().unwrap().to_string()
+            })
+        })
+        .collect();
+    let mut ips = Vec::new();
+    for t in tasks {
+        ips.push(t.await.unwrap());
+    }
+    let distinct: std::collections::BTreeSet<&String> = ips.iter().collect();
+    assert_eq!(distinct.len(), 20, "{ips:?}");
+    let err =
+        second.create(svcs, Some("default"), service("taken", Some(&ips[0])), W).await.unwrap_err();
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        format!(
+            "Service \"taken\" is invalid: spec.clusterIPs: Invalid value: []string{{\"{0}\"}}: failed to allocate IP {0}: provided IP is already allocated",
+            ips[0]
+        )
+    );
+    // Deleting s0 gives its address back.
+    first.delete(svcs, Some("default"), "s0", &DeleteOptions::default(), false).await.unwrap();
+    let (s, _) =
+        second.create(svcs, Some("default"), service("again", Some(&ips[0])), W).await.unwrap();
+    assert_eq!(s["spec"]["clusterIP"], ips[0].as_str());
+}
+
 on_every_store!(
     create_get_list_and_update_with_optimistic_concurrency,
     paging_follows_continue_tokens,
@@ -490,4 +542,5 @@ on_every_store!(
     deleting_a_namespace_removes_its_contents_then_itself,
     watches_send_current_objects_then_changes_through_their_selectors,
     a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired,
+    services_never_share_a_cluster_ip_and_a_taken_one_is_refused,
 );

@@ -18,8 +18,10 @@ use kube::runtime::watcher;
 use serde_json::json;
 
 fn config_map(i: usize) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": format!("cm-{i}")}, "data": {"i": i.to_string()}}))
-        .unwrap()
+    serde_json::from_value(
+        json!({"metadata": {"name": format!("cm-{i}")}, "data": {"i": i.to_string()}}),
+    )
+    .unwrap()
 }
 
 /// Creates `cm-<i>` through `api`, retrying while the apiserver or etcd is away (an
@@ -58,16 +60,8 @@ async fn a_watcher_on_one_apiserver_sees_every_write_through_the_other_in_order_
             let _ = tx.send(event.map_err(|e| e.to_string()));
         }
     });
-    let mut lists = 0;
-    loop {
-        match rx.recv().await.unwrap() {
-            Ok(watcher::Event::InitDone) => {
-                lists += 1;
-                break;
-            }
-            Ok(_) | Err(_) => {}
-        }
-    }
+    while !matches!(rx.recv().await.unwrap(), Ok(watcher::Event::InitDone)) {}
+    let mut lists = 1;
     const N: usize = 60;
     for i in 0..N {
         if i == 20 {
@@ -78,7 +72,11 @@ async fn a_watcher_on_one_apiserver_sees_every_write_through_the_other_in_order_
             a.kill9();
             a.restart().unwrap();
         }
-        assert!(create_until_done(&b, i).await.is_some(), "cm-{i} never written:\n{}", b.log_tail(20));
+        assert!(
+            create_until_done(&b, i).await.is_some(),
+            "cm-{i} never written:\n{}",
+            b.log_tail(20)
+        );
     }
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -162,13 +160,19 @@ async fn compaction_makes_an_old_resource_version_expire() {
     }
     for server in [&a, &b] {
         let cms: Api<ConfigMap> = Api::namespaced(server.admin_client().await.unwrap(), "default");
-        let expired = e2e::eventually("a watch from the old revision is 410", Duration::from_secs(10), Duration::from_millis(200), || async {
-            let mut s = cms.watch(&WatchParams::default(), &(old - 1).to_string()).await.ok()?.boxed();
-            match s.next().await? {
-                Ok(WatchEvent::Error(e)) if e.code == 410 => Some(e),
-                _ => None,
-            }
-        })
+        let expired = e2e::eventually(
+            "a watch from the old revision is 410",
+            Duration::from_secs(10),
+            Duration::from_millis(200),
+            || async {
+                let mut s =
+                    cms.watch(&WatchParams::default(), &(old - 1).to_string()).await.ok()?.boxed();
+                match s.next().await? {
+                    Ok(WatchEvent::Error(e)) if e.code == 410 => Some(e),
+                    _ => None,
+                }
+            },
+        )
         .await
         .unwrap();
         assert_eq!(expired.reason, "Expired");
@@ -192,7 +196,8 @@ async fn the_seed_flow_runs_with_the_kubelet_and_the_scheduler_on_different_apis
     let containerd = Containerd::start(Default::default()).await.unwrap();
     containerd.import_test_images().unwrap();
     // The kubelet on b; the scheduler and kubectl on a.
-    let kubelet = Kubelet::start_joined(&containerd, NODE, &b.node_kubeconfig(NODE).unwrap()).unwrap();
+    let kubelet =
+        Kubelet::start_joined(&containerd, NODE, &b.node_kubeconfig(NODE).unwrap()).unwrap();
     let scheduler = Scheduler::start(&a, &[]).unwrap();
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/manifests/nginx-pod.yaml");
@@ -200,13 +205,18 @@ async fn the_seed_flow_runs_with_the_kubelet_and_the_scheduler_on_different_apis
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     for server in [&a, &b] {
         let pods: Api<Pod> = Api::namespaced(server.admin_client().await.unwrap(), "default");
-        e2e::eventually("nginx-pod Running on node-ha", Duration::from_secs(60), Duration::from_millis(100), || async {
-            let p = pods.get("nginx-pod").await.ok()?;
-            let s = p.status.as_ref()?;
-            let ready = s.container_statuses.as_ref()?.iter().all(|c| c.ready);
-            let bound = p.spec.as_ref()?.node_name.as_deref() == Some(NODE);
-            (s.phase.as_deref() == Some("Running") && ready && bound).then_some(())
-        })
+        e2e::eventually(
+            "nginx-pod Running on node-ha",
+            Duration::from_secs(60),
+            Duration::from_millis(100),
+            || async {
+                let p = pods.get("nginx-pod").await.ok()?;
+                let s = p.status.as_ref()?;
+                let ready = s.container_statuses.as_ref()?.iter().all(|c| c.ready);
+                let bound = p.spec.as_ref()?.node_name.as_deref() == Some(NODE);
+                (s.phase.as_deref() == Some("Running") && ready && bound).then_some(())
+            },
+        )
         .await
         .unwrap_or_else(|e| {
             panic!(

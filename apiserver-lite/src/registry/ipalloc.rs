@@ -149,7 +149,8 @@ impl Registry {
         for (_, stored) in services {
             let svc: Value = super::parse(&stored.value)?;
             let ip = svc["spec"]["clusterIP"].as_str().filter(|ip| !ip.is_empty() && *ip != "None");
-            let (ns, name) = (svc["metadata"]["namespace"].as_str(), svc["metadata"]["name"].as_str());
+            let (ns, name) =
+                (svc["metadata"]["namespace"].as_str(), svc["metadata"]["name"].as_str());
             if let (Some(ip), Some(ns), Some(name)) = (ip, ns, name)
                 && !self.reserve(ip, ns, name).await?
             {

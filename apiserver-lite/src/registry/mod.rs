@@ -11,9 +11,9 @@
 //! - [`versioner`]: a stored object's resourceVersion is its revision (over etcd, set on read).
 
 mod delete;
+pub mod ipalloc;
 mod list;
 mod namespace;
-pub mod ipalloc;
 pub mod versioner;
 mod watch;
 

@@ -47,8 +47,10 @@ impl TestStore {
 
     pub async fn open(&self) -> Store {
         match &self.etcd {
-            None => Store::open(Arc::new(SqliteBackend::open(&self.dir.path().join("db")).unwrap()))
-                .unwrap(),
+            None => {
+                Store::open(Arc::new(SqliteBackend::open(&self.dir.path().join("db")).unwrap()))
+                    .unwrap()
+            }
             Some(etcd) => {
                 let config = EtcdConfig {
                     servers: etcd.endpoints(),

@@ -175,7 +175,10 @@ fn print_help(containerd: &Containerd, c: &Cluster) {
                 peer.port(),
                 etcd.endpoints().join(",")
             );
-            println!("                 the same objects through either: kubectl -s https://127.0.0.1:{} get pods", peer.port());
+            println!(
+                "                 the same objects through either: kubectl -s https://127.0.0.1:{} get pods",
+                peer.port()
+            );
         }
         _ => println!(
             "\napiserver-lite: https://127.0.0.1:{} (SQLite under {})",

@@ -120,12 +120,7 @@ enum Ended {
     Compacted,
 }
 
-async fn run(
-    remote: Remote,
-    shared: Arc<Shared>,
-    stop: CancellationToken,
-    health: Arc<Health>,
-) {
+async fn run(remote: Remote, shared: Arc<Shared>, stop: CancellationToken, health: Arc<Health>) {
     let mut backoff = Duration::from_millis(50);
     loop {
         let ended = follow(&remote, &shared, &stop, &health).await;

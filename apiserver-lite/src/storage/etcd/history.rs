@@ -56,13 +56,19 @@ async fn read_after(
     let mut client = remote.client().watch_client().max_decoding_message_size(MAX_MESSAGE);
     let mut stream = tokio::time::timeout(REQUEST_TIMEOUT, client.watch(prefix, Some(options)))
         .await
-        .map_err(|_| StorageError::Unreachable { servers: remote.servers().into(), reason: "reading history: timed out".into() })?
+        .map_err(|_| StorageError::Unreachable {
+            servers: remote.servers().into(),
+            reason: "reading history: timed out".into(),
+        })?
         .map_err(|e| remote.error(e))?;
     let mut events = Vec::new();
     loop {
         let message = tokio::time::timeout(REQUEST_TIMEOUT, stream.message())
             .await
-            .map_err(|_| StorageError::Unreachable { servers: remote.servers().into(), reason: "reading history: timed out".into() })?
+            .map_err(|_| StorageError::Unreachable {
+                servers: remote.servers().into(),
+                reason: "reading history: timed out".into(),
+            })?
             .map_err(|e| remote.error(e))?;
         let Some(response) = message else { break };
         if response.canceled() {
@@ -90,7 +96,10 @@ async fn read_after(
 fn historical(remote: &Remote, e: &etcd_client::Event) -> Option<Event> {
     let kv = e.kv()?;
     let revision = kv.mod_revision();
-    let prev = e.prev_kv().and_then(|p| remote.decode(p.key(), p.value(), p.mod_revision())).map(|(_, s)| s);
+    let prev = e
+        .prev_kv()
+        .and_then(|p| remote.decode(p.key(), p.value(), p.mod_revision()))
+        .map(|(_, s)| s);
     match e.event_type() {
         EtcdEvent::Put => {
             let (key, Stored { value, .. }) = remote.decode(kv.key(), kv.value(), revision)?;
@@ -100,7 +109,13 @@ fn historical(remote: &Remote, e: &etcd_client::Event) -> Option<Event> {
         EtcdEvent::Delete => {
             let key = remote.layout.from_etcd(kv.key())?;
             let prev = prev?;
-            Some(Event { revision, key, kind: EventType::Deleted, value: prev.value.clone(), prev: Some(prev) })
+            Some(Event {
+                revision,
+                key,
+                kind: EventType::Deleted,
+                value: prev.value.clone(),
+                prev: Some(prev),
+            })
         }
     }
 }
