@@ -235,3 +235,32 @@ async fn the_seed_flow_runs_with_the_kubelet_and_the_scheduler_on_different_apis
     let report = containerd.stop().await;
     assert!(report.is_clean(), "teardown left {report:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_apiserver_keeps_an_identity_lease_the_others_see() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let etcd = EtcdCluster::start(1).unwrap();
+    let a = ApiServer::start_on(&etcd, &[]).unwrap();
+    let b = a.start_peer(&[]).unwrap();
+    let leases: Api<Lease> = Api::namespaced(b.admin_client().await.unwrap(), "kube-system");
+    let selector = ListParams::default().labels("apiserver.kubernetes.io/identity=kube-apiserver");
+    let found = e2e::eventually(
+        "two identity leases",
+        Duration::from_secs(20),
+        Duration::from_millis(200),
+        || async {
+            let list = leases.list(&selector).await.ok()?;
+            (list.items.len() == 2).then_some(list.items)
+        },
+    )
+    .await
+    .unwrap();
+    for lease in found {
+        let name = lease.metadata.name.unwrap();
+        assert!(name.starts_with("apiserver-") && name.len() == "apiserver-".len() + 26, "{name}");
+        let spec = lease.spec.unwrap();
+        assert_eq!(spec.lease_duration_seconds, Some(3600));
+        assert!(spec.holder_identity.unwrap().starts_with(&format!("{name}_")));
+        assert!(spec.renew_time.is_some());
+    }
+}

@@ -136,10 +136,19 @@ pub async fn handle(
         restriction: NodeRestriction::new(&state.registry, user),
     };
     // A get or list with no resourceVersion is a consistent read: the store first catches up
-    // with everything durable (over etcd, other apiservers' writes).
-    if matches!(verb, Verb::Get | Verb::List) && q.get("resourceVersion").is_none_or(str::is_empty)
-    {
-        state.registry.store.sync().await?;
+    // with everything durable (over etcd, other apiservers' writes); one at a resourceVersion
+    // waits for the store to reach it.
+    if matches!(verb, Verb::Get | Verb::List | Verb::Watch) {
+        match q.get("resourceVersion").filter(|v| !v.is_empty()) {
+            None if verb != Verb::Watch => state.registry.store.sync().await?,
+            None => {}
+            // Read at another apiserver, it may be ahead of this one's store: wait for it.
+            Some(rv) => {
+                if let Ok(rv) = rv.parse::<i64>() {
+                    state.registry.store.catch_up(rv).await;
+                }
+            }
+        }
     }
     use Subresource::{Binding, Eviction, Finalize, Scale, Status};
     match (verb, name, sub) {

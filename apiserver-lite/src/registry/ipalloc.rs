@@ -94,6 +94,18 @@ impl Registry {
         Err(ApiError::internal("failed to allocate a serviceIP: range is full"))
     }
 
+    /// A dry run's address: the first free one, shown but not reserved (upstream's dry-run
+    /// allocator).
+    pub(crate) fn preview_cluster_ip(&self, svc: &mut Value) {
+        if !wants_ip(svc) || svc["spec"]["clusterIP"].as_str().is_some_and(|ip| !ip.is_empty()) {
+            return;
+        }
+        if let Some(ip) = candidates().find(|ip| self.store.get(&key(ip)).is_none()) {
+            svc["spec"]["clusterIP"] = json!(ip);
+            svc["spec"]["clusterIPs"] = json!([ip]);
+        }
+    }
+
     /// Creates the record of `ip` for `ns`/`name` unless another holds it; `true` if it is
     /// this Service's now.
     async fn reserve(&self, ip: &str, ns: &str, name: &str) -> Result<bool, ApiError> {

@@ -243,6 +243,9 @@ impl Registry {
             if self.store.get(&key).is_some() {
                 return Err(ApiError::already_exists(r, &name));
             }
+            if *r == resources::SERVICES {
+                self.preview_cluster_ip(&mut obj);
+            }
             return Ok((obj, warnings));
         }
         // Service storage allocates the cluster IP (released again if the Service is not stored).

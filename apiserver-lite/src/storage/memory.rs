@@ -16,6 +16,8 @@ use super::{Backend, Revision, StorageError, Write};
 
 /// Events kept for watches that resume from a past revision; older ones get 410 Expired.
 pub const HISTORY: usize = 10_000;
+/// How long a read at a resourceVersion the store has not reached waits for it (upstream's 3 s).
+pub const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(3);
 /// A watcher may fall this many events behind before it is closed (the server is not).
 pub const WATCH_BUFFER: usize = 4096;
 
@@ -277,6 +279,17 @@ impl Store {
         match &self.durable {
             Durable::Log { .. } => Ok(()),
             Durable::Etcd(f) => f.ready(),
+        }
+    }
+
+    /// Over etcd, waits (up to [`CATCH_UP`]) until the store has reached `revision`, a
+    /// resourceVersion a client may have read from another apiserver, as upstream's cacher
+    /// waits before answering "too large resource version". Over SQLite no other writer
+    /// exists: a revision past the store's is answered at once.
+    pub async fn catch_up(&self, revision: Revision) {
+        if let Durable::Etcd(_) = &self.durable {
+            let mut visible = self.shared.visible.subscribe();
+            let _ = tokio::time::timeout(CATCH_UP, visible.wait_for(|at| *at >= revision)).await;
         }
     }
 

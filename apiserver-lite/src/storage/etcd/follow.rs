@@ -127,6 +127,10 @@ async fn run(remote: Remote, shared: Arc<Shared>, stop: CancellationToken, healt
         match ended {
             Ended::Stopped => return,
             Ended::Broken(reason) => {
+                // A watch that was up broke: re-open it at once, backing off only while it fails.
+                if health.up.load(Ordering::SeqCst) {
+                    backoff = Duration::from_millis(50);
+                }
                 health.set_down(reason);
             }
             Ended::Compacted => {

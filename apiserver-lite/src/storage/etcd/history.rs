@@ -54,21 +54,19 @@ async fn read_after(
         .with_start_revision(after + 1)
         .with_prev_key();
     let mut client = remote.client().watch_client().max_decoding_message_size(MAX_MESSAGE);
+    let timed_out = |_| StorageError::Unreachable {
+        servers: remote.servers().into(),
+        reason: "reading history: timed out".into(),
+    };
     let mut stream = tokio::time::timeout(REQUEST_TIMEOUT, client.watch(prefix, Some(options)))
         .await
-        .map_err(|_| StorageError::Unreachable {
-            servers: remote.servers().into(),
-            reason: "reading history: timed out".into(),
-        })?
+        .map_err(timed_out)?
         .map_err(|e| remote.error(e))?;
     let mut events = Vec::new();
     loop {
         let message = tokio::time::timeout(REQUEST_TIMEOUT, stream.message())
             .await
-            .map_err(|_| StorageError::Unreachable {
-                servers: remote.servers().into(),
-                reason: "reading history: timed out".into(),
-            })?
+            .map_err(timed_out)?
             .map_err(|e| remote.error(e))?;
         let Some(response) = message else { break };
         if response.canceled() {
