@@ -122,6 +122,8 @@ impl Following {
                         tracing::warn!(key, error = %e, "etcd: acknowledging a write the store has not seen yet");
                     }
                     let value = match value {
+                        // Decided at the revision it got: it already carries it.
+                        Some(v) if revision == predicted => Some(v),
                         Some(v) => Some(self.remote.versioned(&v, revision)),
                         None => current.map(|c| c.value),
                     };
