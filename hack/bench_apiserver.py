@@ -197,20 +197,15 @@ def main():
 
     stored = json.loads(request(conn, "GET", "/api/v1/pods?limit=1"))
     total = stored["metadata"].get("remainingItemCount", 0) + len(stored["items"])
-    times = []
-    for _ in range(a.lists):
-        t = time.perf_counter()
-        body = request(conn, "GET", "/api/v1/pods")
-        times.append(time.perf_counter() - t)
-    n = len(json.loads(body)["items"])
-    print(f"list of {n} pods ({len(body) / 1e6:.1f} MB JSON), consistent (resourceVersion unset): median {statistics.median(times) * 1e3:.0f} ms, min {min(times) * 1e3:.0f} ms over {a.lists}")
-    times = []
-    for _ in range(a.lists):
-        t = time.perf_counter()
-        body = request(conn, "GET", "/api/v1/pods?resourceVersion=0")
-        times.append(time.perf_counter() - t)
-    n = len(json.loads(body)["items"])
-    print(f"list of {n} pods from the watch cache (resourceVersion=0): median {statistics.median(times) * 1e3:.0f} ms, min {min(times) * 1e3:.0f} ms over {a.lists}")
+    for path, how in [("/api/v1/pods", "consistent (resourceVersion unset)"),
+                      ("/api/v1/pods?resourceVersion=0", "from the watch cache (resourceVersion=0)")]:
+        times = []
+        for _ in range(a.lists):
+            t = time.perf_counter()
+            body = request(conn, "GET", path)
+            times.append(time.perf_counter() - t)
+        n = len(json.loads(body)["items"])
+        print(f"list of {n} pods ({len(body) / 1e6:.1f} MB JSON), {how}: median {statistics.median(times) * 1e3:.0f} ms, min {min(times) * 1e3:.0f} ms over {a.lists}")
     print(f"apiserver RSS with {total} pods stored: {rss_mib(a.pid):.1f} MiB")
     etcd = [int(p) for p in a.etcd_pids.split(",") if p]
     if etcd:

@@ -373,3 +373,23 @@ pub fn start_on_store(
         }
     }
 }
+
+/// One `#[tokio::test]` per store for each named `async fn(Store)`, in modules `sqlite`,
+/// `etcd1` and `etcd3`: an API suite on SQLite, one etcd member and three.
+#[macro_export]
+macro_rules! on_every_store {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name($crate::apiserver::Store::Sqlite).await })+
+        }
+        mod etcd1 {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name($crate::apiserver::Store::Etcd(1)).await })+
+        }
+        mod etcd3 {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name($crate::apiserver::Store::Etcd(3)).await })+
+        }
+    };
+}

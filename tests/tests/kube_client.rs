@@ -156,60 +156,8 @@ async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write(store: Sto
 }
 
 // Each test on every store: SQLite, one etcd member, three.
-
-mod sqlite {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn typed_pods_crud_with_conflicts_and_patches() {
-        super::typed_pods_crud_with_conflicts_and_patches(Store::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
-        super::the_watcher_lists_then_follows_changes_in_both_list_modes(Store::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
-        super::kill_9_during_a_stream_of_writes_loses_no_acknowledged_write(Store::Sqlite).await;
-    }
-}
-
-mod etcd1 {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn typed_pods_crud_with_conflicts_and_patches() {
-        super::typed_pods_crud_with_conflicts_and_patches(Store::Etcd(1)).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
-        super::the_watcher_lists_then_follows_changes_in_both_list_modes(Store::Etcd(1)).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
-        super::kill_9_during_a_stream_of_writes_loses_no_acknowledged_write(Store::Etcd(1)).await;
-    }
-}
-
-mod etcd3 {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn typed_pods_crud_with_conflicts_and_patches() {
-        super::typed_pods_crud_with_conflicts_and_patches(Store::Etcd(3)).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_watcher_lists_then_follows_changes_in_both_list_modes() {
-        super::the_watcher_lists_then_follows_changes_in_both_list_modes(Store::Etcd(3)).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn kill_9_during_a_stream_of_writes_loses_no_acknowledged_write() {
-        super::kill_9_during_a_stream_of_writes_loses_no_acknowledged_write(Store::Etcd(3)).await;
-    }
-}
+e2e::on_every_store!(
+    typed_pods_crud_with_conflicts_and_patches,
+    the_watcher_lists_then_follows_changes_in_both_list_modes,
+    kill_9_during_a_stream_of_writes_loses_no_acknowledged_write,
+);

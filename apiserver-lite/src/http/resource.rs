@@ -138,17 +138,13 @@ pub async fn handle(
     // A get or list with no resourceVersion is a consistent read: the store first catches up
     // with everything durable (over etcd, other apiservers' writes); one at a resourceVersion
     // waits for the store to reach it.
-    if matches!(verb, Verb::Get | Verb::List | Verb::Watch) {
-        match q.get("resourceVersion").filter(|v| !v.is_empty()) {
-            None if verb != Verb::Watch => state.registry.store.sync().await?,
-            None => {}
-            // Read at another apiserver, it may be ahead of this one's store: wait for it.
-            Some(rv) => {
-                if let Ok(rv) = rv.parse::<i64>() {
-                    state.registry.store.catch_up(rv).await;
-                }
-            }
+    match (verb, q.get("resourceVersion").filter(|v| !v.is_empty()).map(str::parse::<i64>)) {
+        (Verb::Get | Verb::List, None) => state.registry.store.sync().await?,
+        // Read at another apiserver, it may be ahead of this one's store: wait for it.
+        (Verb::Get | Verb::List | Verb::Watch, Some(Ok(rv))) => {
+            state.registry.store.catch_up(rv).await;
         }
+        _ => {}
     }
     use Subresource::{Binding, Eviction, Finalize, Scale, Status};
     match (verb, name, sub) {

@@ -50,6 +50,19 @@ impl api::validation::Value for GoStrings<'_> {
     }
 }
 
+/// Whether the record `value` is held by Service `ns`/`name`.
+fn held_by(value: &[u8], ns: &str, name: &str) -> Result<bool, ApiError> {
+    let holder: Value = super::parse(value)?;
+    let parent = &holder["spec"]["parentRef"];
+    Ok(parent["namespace"] == ns && parent["name"] == name)
+}
+
+/// The address a stored Service holds, with its namespace and name.
+fn assigned(svc: &Value) -> Option<(&str, &str, &str)> {
+    let ip = svc["spec"]["clusterIP"].as_str().filter(|ip| !ip.is_empty() && *ip != "None")?;
+    Some((ip, svc["metadata"]["namespace"].as_str()?, svc["metadata"]["name"].as_str()?))
+}
+
 /// Whether a Service gets a cluster IP (not `ExternalName`, not headless).
 fn wants_ip(svc: &Value) -> bool {
     svc["spec"]["type"].as_str().unwrap_or("ClusterIP") != "ExternalName"
@@ -114,10 +127,7 @@ impl Registry {
             .mutate::<ApiError, _>(&key(ip), |current, rev| {
                 held_by_other = false;
                 if let Some(c) = current {
-                    let holder: Value = super::parse(&c.value)?;
-                    let parent = &holder["spec"]["parentRef"];
-                    let ours = parent["namespace"] == ns && parent["name"] == name;
-                    held_by_other = !ours;
+                    held_by_other = !held_by(&c.value, ns, name)?;
                     return Ok(Mutation::Unchanged);
                 }
                 let mut r = record(ip, ns, name);
@@ -134,10 +144,11 @@ impl Registry {
             .store
             .mutate::<ApiError, _>(&key(ip), |current, _| {
                 let Some(c) = current else { return Ok(Mutation::Unchanged) };
-                let holder: Value = super::parse(&c.value)?;
-                let parent = &holder["spec"]["parentRef"];
-                let ours = parent["namespace"] == ns && parent["name"] == name;
-                Ok(if ours { Mutation::Delete } else { Mutation::Unchanged })
+                Ok(if held_by(&c.value, ns, name)? {
+                    Mutation::Delete
+                } else {
+                    Mutation::Unchanged
+                })
             })
             .await;
         if let Err(e) = released {
@@ -147,25 +158,24 @@ impl Registry {
 
     /// The address a removed Service held, released.
     pub(crate) async fn service_removed(&self, svc: &Value) {
-        let ip = svc["spec"]["clusterIP"].as_str().filter(|ip| !ip.is_empty() && *ip != "None");
-        let (ns, name) = (svc["metadata"]["namespace"].as_str(), svc["metadata"]["name"].as_str());
-        if let (Some(ip), Some(ns), Some(name)) = (ip, ns, name) {
+        if let Some((ip, ns, name)) = assigned(svc) {
             self.release_cluster_ip(ip, ns, name).await;
         }
     }
 
     /// At start: every Service's address has its record (Services stored before records were
-    /// kept get theirs), as upstream's repair loop.
+    /// kept get theirs), as upstream's repair loop. Only missing records are written: a start
+    /// costs no write (and, over etcd, no read) per Service already recorded.
     pub async fn repair_cluster_ips(&self) -> Result<(), ApiError> {
         let (services, _) = self.store.list(&SERVICES.prefix(None));
         for (_, stored) in services {
             let svc: Value = super::parse(&stored.value)?;
-            let ip = svc["spec"]["clusterIP"].as_str().filter(|ip| !ip.is_empty() && *ip != "None");
-            let (ns, name) =
-                (svc["metadata"]["namespace"].as_str(), svc["metadata"]["name"].as_str());
-            if let (Some(ip), Some(ns), Some(name)) = (ip, ns, name)
-                && !self.reserve(ip, ns, name).await?
-            {
+            let Some((ip, ns, name)) = assigned(&svc) else { continue };
+            let ours = match self.store.get(&key(ip)) {
+                Some(record) => held_by(&record.value, ns, name)?,
+                None => self.reserve(ip, ns, name).await?,
+            };
+            if !ours {
                 tracing::warn!(ip, service = %format!("{ns}/{name}"), "a cluster IP held by two Services");
             }
         }

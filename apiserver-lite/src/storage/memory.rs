@@ -97,6 +97,11 @@ impl State {
     }
 }
 
+/// Loaded records as the store keeps them, by key.
+pub(super) fn objects(records: Vec<super::Record>) -> BTreeMap<String, Stored> {
+    records.into_iter().map(|r| (r.key, Stored { value: r.value, revision: r.revision })).collect()
+}
+
 impl State {
     /// Forgets the history below `revision` (compacted away, as etcd's compaction at that
     /// revision): watches and lists from before it are expired.
@@ -154,6 +159,23 @@ impl Shared {
             events,
             visible: tokio::sync::watch::channel(revision).0,
             generation: 0.into(),
+        }
+    }
+
+    /// Waits (at most `within`) until readers see revision `want`.
+    pub(super) async fn wait_for(
+        &self,
+        want: Revision,
+        within: std::time::Duration,
+    ) -> Result<(), StorageError> {
+        let mut visible = self.visible.subscribe();
+        if *visible.borrow_and_update() >= want {
+            return Ok(());
+        }
+        match tokio::time::timeout(within, visible.wait_for(|at| *at >= want)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(StorageError::Closed),
+            Err(_) => Err(StorageError::Lagging { wanted: want, at: *self.visible.borrow() }),
         }
     }
 
@@ -239,11 +261,7 @@ impl Store {
     /// Loads the backend's current state and starts the committer thread.
     pub fn open(backend: Arc<dyn Backend>) -> Result<Self, StorageError> {
         let (records, revision) = backend.load()?;
-        let objects = records
-            .into_iter()
-            .map(|r| (r.key, Stored { value: r.value, revision: r.revision }))
-            .collect();
-        let shared = Arc::new(Shared::new(objects, revision));
+        let shared = Arc::new(Shared::new(objects(records), revision));
         let (queue, rx) = mpsc::channel();
         let committer = std::thread::Builder::new()
             .name("store-committer".into())
@@ -259,11 +277,7 @@ impl Store {
     /// Loads everything under the layout's prefix from etcd and follows it from there.
     pub async fn open_etcd(remote: super::etcd::Remote) -> Result<Self, StorageError> {
         let (records, revision) = remote.load().await?;
-        let objects = records
-            .into_iter()
-            .map(|r| (r.key, Stored { value: r.value, revision: r.revision }))
-            .collect();
-        let shared = Arc::new(Shared::new(objects, revision));
+        let shared = Arc::new(Shared::new(objects(records), revision));
         let (history, oldest) = super::etcd::history::read(&remote, revision).await?;
         {
             let mut state = shared.write();
@@ -288,8 +302,8 @@ impl Store {
     /// exists: a revision past the store's is answered at once.
     pub async fn catch_up(&self, revision: Revision) {
         if let Durable::Etcd(_) = &self.durable {
-            let mut visible = self.shared.visible.subscribe();
-            let _ = tokio::time::timeout(CATCH_UP, visible.wait_for(|at| *at >= revision)).await;
+            // Not reached in time: the read answers "too large resource version" itself.
+            let _ = self.shared.wait_for(revision, CATCH_UP).await;
         }
     }
 

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::compact::Round;
 use super::{MAX_MESSAGE, Remote, prefix_end};
 use crate::storage::memory::{Event, EventType, Shared};
-use crate::storage::{Revision, StorageError, Stored};
+use crate::storage::{Revision, StorageError};
 
 /// How long a consistent read waits for the store to reach etcd's revision.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(5);
@@ -83,32 +83,15 @@ impl Following {
     /// Waits until the store holds everything etcd held when this was called.
     pub(in crate::storage) async fn sync(&self, shared: &Shared) -> Result<(), StorageError> {
         let want = self.remote.current_revision().await?;
-        if wait_for(shared, want, MARK_AFTER).await.is_ok() {
+        if shared.wait_for(want, MARK_AFTER).await.is_ok() {
             return Ok(());
         }
         let marked = self.remote.mark().await?;
-        wait_for(shared, marked, SYNC_TIMEOUT).await
+        shared.wait_for(marked, SYNC_TIMEOUT).await
     }
 
     pub fn stop(&self) {
         self.stop.cancel();
-    }
-}
-
-/// Waits until the store's visible revision reaches `want`.
-pub(super) async fn wait_for(
-    shared: &Shared,
-    want: Revision,
-    within: Duration,
-) -> Result<(), StorageError> {
-    let mut visible = shared.visible.subscribe();
-    if *visible.borrow_and_update() >= want {
-        return Ok(());
-    }
-    match tokio::time::timeout(within, visible.wait_for(|at| *at >= want)).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(_)) => Err(StorageError::Closed),
-        Err(_) => Err(StorageError::Lagging { wanted: want, at: *shared.visible.borrow() }),
     }
 }
 
@@ -271,10 +254,7 @@ fn apply(shared: &Shared, changes: Vec<Change>, last: Revision) {
 /// that were following it.
 fn reload(shared: &Shared, records: Vec<crate::storage::Record>, revision: Revision) {
     let mut state = shared.write();
-    state.objects = records
-        .into_iter()
-        .map(|r| (r.key, Stored { value: r.value, revision: r.revision }))
-        .collect();
+    state.objects = crate::storage::memory::objects(records);
     state.revision = revision;
     state.history.clear();
     state.oldest_watchable = revision;

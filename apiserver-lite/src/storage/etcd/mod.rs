@@ -65,6 +65,8 @@ pub struct Remote {
     versioner: Versioner,
     /// The endpoints, for messages.
     servers: String,
+    /// The marker's etcd key (see [`Remote::mark`]).
+    marker: String,
 }
 
 impl std::fmt::Debug for Remote {
@@ -106,7 +108,9 @@ impl Remote {
         let client = Client::connect(&endpoints, Some(options))
             .await
             .map_err(|e| unreachable(e.to_string()))?;
-        let me = Self { client, layout: Arc::new(layout), versioner, servers: servers.clone() };
+        let marker = format!("{}{MARKER}", layout.etcd_prefix());
+        let layout = Arc::new(layout);
+        let me = Self { client, layout, versioner, servers: servers.clone(), marker };
         me.current_revision().await.map_err(|e| unreachable(e.to_string()))?;
         Ok(me)
     }
@@ -149,7 +153,7 @@ impl Remote {
     /// returns its revision: its event, on any watch of the prefix, comes after every event
     /// before it. How a reader knows it has seen everything up to a revision.
     pub async fn mark(&self) -> Result<Revision, StorageError> {
-        let key = format!("{}{MARKER}", self.layout.etcd_prefix());
+        let key = self.marker.clone();
         let r = self
             .retrying(|mut c| {
                 let key = key.clone();
@@ -168,7 +172,7 @@ impl Remote {
     pub async fn current_revision(&self) -> Result<Revision, StorageError> {
         // Any linearizable read answers with the revision; one key (the marker's) costs etcd
         // the least (a count of the whole prefix would walk every key).
-        let key = format!("{}{MARKER}", self.layout.etcd_prefix());
+        let key = self.marker.clone();
         let r = self
             .retrying(|mut c| {
                 let key = key.clone();
@@ -236,11 +240,8 @@ impl Remote {
             tracing::debug!(key = %String::from_utf8_lossy(key), "etcd: a key this server does not serve; skipped");
             return None;
         };
-        match (self.versioner)(value, revision) {
-            Ok(versioned) => {
-                let value = versioned.unwrap_or_else(|| Bytes::copy_from_slice(value));
-                Some((store_key, Stored { value, revision }))
-            }
+        match self.stored(value, revision) {
+            Ok(stored) => Some((store_key, stored)),
             Err(reason) => {
                 tracing::warn!(key = %String::from_utf8_lossy(key), %reason, "etcd: a value that does not decode; skipped");
                 None
@@ -266,13 +267,17 @@ impl Remote {
         kvs: &[etcd_client::KeyValue],
     ) -> Result<Option<Stored>, StorageError> {
         let Some(kv) = kvs.first() else { return Ok(None) };
-        match (self.versioner)(kv.value(), kv.mod_revision()) {
-            Ok(v) => Ok(Some(Stored {
-                value: v.unwrap_or_else(|| Bytes::copy_from_slice(kv.value())),
-                revision: kv.mod_revision(),
-            })),
-            Err(reason) => Err(StorageError::Corrupt { key: key.to_string(), reason }),
-        }
+        self.stored(kv.value(), kv.mod_revision())
+            .map(Some)
+            .map_err(|reason| StorageError::Corrupt { key: key.to_string(), reason })
+    }
+
+    /// A value read from etcd, carrying the revision it is at; `Err` (why) if it does not
+    /// decode.
+    fn stored(&self, value: &[u8], revision: Revision) -> Result<Stored, String> {
+        let versioned = (self.versioner)(value, revision)?;
+        let value = versioned.unwrap_or_else(|| Bytes::copy_from_slice(value));
+        Ok(Stored { value, revision })
     }
 
     /// Writes `value` (or deletes, for `None`) if the key is still at `expected` (`None`:

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::Committed;
-use super::follow::{Following, wait_for};
+use super::follow::Following;
 use crate::storage::memory::{Applied, EventType, Mutation, Shared};
 use crate::storage::{Revision, StorageError, Stored};
 
@@ -118,7 +118,7 @@ impl Following {
             };
             match self.remote.commit(key, expected, value.clone()).await? {
                 Committed::At(revision) => {
-                    if let Err(e) = wait_for(shared, revision, ECHO_TIMEOUT).await {
+                    if let Err(e) = shared.wait_for(revision, ECHO_TIMEOUT).await {
                         tracing::warn!(key, error = %e, "etcd: acknowledging a write the store has not seen yet");
                     }
                     let value = match value {
