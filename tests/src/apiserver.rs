@@ -100,8 +100,20 @@ impl ApiServer {
             binary: crate::workspace_binary("apiserver-lite")?,
             extra,
         };
-        me.spawn()?;
-        Ok(me)
+        // The port was free when picked, but other tests bind loopback ports and open
+        // connections meanwhile: a port taken before apiserver-lite binds it is picked again
+        // (as the etcd harness does).
+        let mut attempt = 1;
+        loop {
+            match me.spawn() {
+                Err(_) if attempt < 3 && me.log_tail(400).contains("Address already in use") => {
+                    attempt += 1;
+                    std::fs::remove_file(me.dir.path().join("apiserver.log"))?;
+                    me.port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+                }
+                started => return started.map(|()| me),
+            }
+        }
     }
 
     /// Starts with a bearer token for each node (`system:node:<name>` in `system:nodes`), for
@@ -247,7 +259,7 @@ impl ApiServer {
                 return Ok(());
             }
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                bail!("apiserver-lite exited ({status}):\n{}", self.log_tail(20));
+                bail!("apiserver-lite exited ({status}):\n{}", self.log_error());
             }
             if Instant::now() > deadline {
                 bail!("apiserver-lite did not listen within 20 s:\n{}", self.log_tail(20));
@@ -299,6 +311,16 @@ impl ApiServer {
             err: String::from_utf8_lossy(&o.stderr).into_owned(),
             ok: o.status.success(),
         })
+    }
+
+    /// What a failed start printed: the log up to its backtrace (an error's frames say
+    /// nothing of what went wrong), at most 20 lines.
+    fn log_error(&self) -> String {
+        let log =
+            std::fs::read_to_string(self.dir.path().join("apiserver.log")).unwrap_or_default();
+        let lines: Vec<&str> =
+            log.lines().take_while(|l| !l.trim_start().starts_with("Stack backtrace")).collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
     pub fn log_tail(&self, n: usize) -> String {
