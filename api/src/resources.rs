@@ -154,6 +154,53 @@ pub fn pod_requests(spec: &PodSpec) -> Resource {
     reqs
 }
 
+/// What a pod's containers may use at most, as upstream's `resource.PodLimits` for its pod
+/// cgroup: the larger of the app containers' sum and each init container (sidecars alongside),
+/// pod-level limits (`spec.resources.limits`) in place of the containers', overhead added to
+/// each resource that has a limit. `cpu_declared`/`memory_declared`: every container (init ones
+/// included) sets that limit, or the pod does; without it the pod as a whole is unbounded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodLimits {
+    pub limits: Resource,
+    pub cpu_declared: bool,
+    pub memory_declared: bool,
+}
+
+fn limits(c: &Container) -> Option<&ResourceList> {
+    c.resources.as_ref().and_then(|r| r.limits.as_ref())
+}
+
+pub fn pod_limits(spec: &PodSpec) -> PodLimits {
+    let mut out = PodLimits {
+        limits: aggregate(spec, |c| Resource::from_list(limits(c))),
+        cpu_declared: true,
+        memory_declared: true,
+    };
+    for c in spec.containers.iter().chain(spec.init_containers.iter().flatten()) {
+        let own = Resource::from_list(limits(c));
+        out.cpu_declared &= own.milli_cpu != 0;
+        out.memory_declared &= own.memory != 0;
+    }
+    if let Some(list) = spec.resources.as_ref().and_then(|r| r.limits.as_ref()) {
+        if let Some(q) = list.get(CPU).filter(|q| amount(CPU, q) != 0) {
+            out.limits.milli_cpu = amount(CPU, q);
+            out.cpu_declared = true;
+        }
+        if let Some(q) = list.get(MEMORY).filter(|q| amount(MEMORY, q) != 0) {
+            out.limits.memory = amount(MEMORY, q);
+            out.memory_declared = true;
+        }
+    }
+    let overhead = Resource::from_list(spec.overhead.as_ref());
+    if out.limits.milli_cpu != 0 {
+        out.limits.milli_cpu = out.limits.milli_cpu.saturating_add(overhead.milli_cpu);
+    }
+    if out.limits.memory != 0 {
+        out.limits.memory = out.limits.memory.saturating_add(overhead.memory);
+    }
+    out
+}
+
 /// What the pod requests for `LeastAllocated` scoring: missing cpu/memory requests count as
 /// upstream's defaults.
 pub fn pod_non_zero_requests(spec: &PodSpec) -> Resource {
@@ -197,6 +244,54 @@ mod tests {
             restart_policy: sidecar.then(|| "Always".to_string()),
             ..Default::default()
         }
+    }
+
+    fn limited(lims: &[(&str, &str)], sidecar: bool) -> Container {
+        Container {
+            name: "c".into(),
+            resources: Some(ResourceRequirements {
+                limits: (!lims.is_empty()).then(|| list(lims)),
+                ..Default::default()
+            }),
+            restart_policy: sidecar.then(|| "Always".to_string()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn pod_limits_sum_the_apps_take_the_larger_init_and_are_undeclared_when_one_container_has_none()
+    {
+        let spec = PodSpec {
+            containers: vec![
+                limited(&[("cpu", "500m"), ("memory", "64Mi")], false),
+                limited(&[("cpu", "250m"), ("memory", "32Mi")], false),
+            ],
+            init_containers: Some(vec![limited(&[("cpu", "2"), ("memory", "16Mi")], false)]),
+            overhead: Some(list(&[("memory", "1Mi")])),
+            ..Default::default()
+        };
+        let l = pod_limits(&spec);
+        assert_eq!((l.limits.milli_cpu, l.limits.memory), (2000, 97 << 20));
+        assert!(l.cpu_declared && l.memory_declared);
+
+        let mut partly = spec.clone();
+        partly.containers.push(limited(&[("cpu", "100m")], false));
+        let l = pod_limits(&partly);
+        assert!(l.cpu_declared && !l.memory_declared, "one container sets no memory limit");
+
+        let mut pod_level = partly.clone();
+        pod_level.resources = Some(ResourceRequirements {
+            limits: Some(list(&[("memory", "1Gi")])),
+            ..Default::default()
+        });
+        let l = pod_limits(&pod_level);
+        assert!(l.memory_declared, "the pod's own limit bounds it");
+        assert_eq!(l.limits.memory, (1 << 30) + (1 << 20), "overhead added to the pod-level limit");
+
+        let none =
+            pod_limits(&PodSpec { containers: vec![limited(&[], false)], ..Default::default() });
+        assert_eq!((none.limits.milli_cpu, none.limits.memory), (0, 0));
+        assert!(!none.cpu_declared && !none.memory_declared);
     }
 
     #[test]

@@ -14,7 +14,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::KubeletError;
 use crate::cm::allocatable::{Capacity, Reservable};
-use crate::cm::{CgroupFs, CgroupLayout};
+use crate::cm::manager::NodeResources;
+use crate::cm::{CgroupFs, ContainerManager};
 use crate::config::Source;
 use crate::config::apiserver::ApiSource;
 use crate::config::checkpoint::Checkpoints;
@@ -218,21 +219,32 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             ),
         },
     };
+    // `validate` checked the settings.
+    let node_config = config.node_config().map_err(|e| {
+        crate::config::kubelet_config::ConfigError::Invalid { field: e.field, reason: e.reason }
+    })?;
+    let cm = Arc::new(ContainerManager::new(
+        Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
+        node_config,
+        NodeResources {
+            capacity: node_capacity(&machine, &first_sample),
+            allocatable: allocatable.clone(),
+        },
+        recorder.clone(),
+        config.node_name.clone(),
+    ));
+    cm.start()?;
     let runtime = Arc::new(RuntimeManager::new(
         cri.clone(),
         RuntimeConfig {
             pod_logs_dir: config.pod_logs_dir.clone(),
             root_dir: config.root_dir.clone(),
-            cgroups: CgroupLayout {
-                root: config.cgroup_root.clone(),
-                per_qos: config.cgroups_per_qos,
-            },
             resolv_conf: std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
             memory_capacity: machine.memory_bytes,
             host_ip: host_ip.clone(),
             restart_backoff_max: config.restart_backoff_max,
         },
-        Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
+        cm,
         recorder.clone(),
         volumes,
         client.as_ref().map(|c| {

@@ -88,4 +88,6 @@ pub enum KubeletError {
     Watchdog(#[from] watchdog::WatchdogError),
     #[error("systemReserved, kubeReserved and evictionHard: {0}")]
     Allocatable(#[from] cm::allocatable::AllocatableError),
+    #[error("cgroups: {0}")]
+    Cgroups(#[from] cm::manager::StartError),
 }

@@ -83,6 +83,13 @@ struct Args {
     /// The cgroup under which pod cgroups are created.
     #[arg(long)]
     cgroup_root: Option<String>,
+    /// Whether each QoS class and pod gets a cgroup of its own under <cgroup-root>/kubepods.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    cgroups_per_qos: Option<bool>,
+    /// What is held to allocatable: pods, system-reserved, kube-reserved (and their
+    /// -compressible forms) or none, comma-separated; "" for nothing (enforceNodeAllocatable).
+    #[arg(long, value_delimiter = ',')]
+    enforce_node_allocatable: Option<Vec<String>>,
     /// A kubeconfig for the apiserver to join; without it the kubelet runs standalone.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -170,6 +177,14 @@ async fn main() -> anyhow::Result<()> {
     }
     flag!(hostname_override => node_name, container_runtime_endpoint => container_runtime_endpoint, root_dir => root_dir);
     flag!(read_only_port => read_only_port, healthz_port => healthz_port, address => address, cgroup_root => cgroup_root);
+    if let Some(per_qos) = args.cgroups_per_qos {
+        config.cgroups_per_qos = per_qos;
+    }
+    if let Some(keys) = &args.enforce_node_allocatable {
+        config.enforce_node_allocatable = Some(
+            keys.iter().filter(|k| !k.trim().is_empty()).map(|k| k.trim().to_string()).collect(),
+        );
+    }
     if let Some(p) = args.port {
         config.port = p;
     }

@@ -367,6 +367,12 @@ impl SyncLoop {
                 self.workers.update(uid, Work::Terminate { pod: None, grace: None });
             }
         }
+        let known = |uid: &str| {
+            self.pods.contains_key(uid)
+                || self.workers.contains(uid)
+                || runtime_pods.uids.contains(uid)
+        };
+        self.runtime.cm.remove_orphans(known);
     }
 }
 

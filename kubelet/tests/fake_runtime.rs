@@ -59,7 +59,10 @@ impl Node {
             container_runtime_endpoint: format!("unix://{}", dir.join("cri.sock").display()),
             pod_logs_dir: dir.join("logs"),
             root_dir: dir.join("root"),
+            // Hermetic: the kubelet touches no cgroup of the host (as hollow nodes run).
             cgroup_root: "/kubelet-rs-test".into(),
+            cgroups_per_qos: false,
+            enforce_node_allocatable: Some(Vec::new()),
             address: [127, 0, 0, 1].into(),
             read_only_port: port,
             port: 0,

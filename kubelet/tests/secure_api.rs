@@ -117,7 +117,10 @@ async fn container_logs_need_a_client_certificate_from_the_client_ca() {
         container_runtime_endpoint: format!("unix://{}", dir.path().join("cri.sock").display()),
         pod_logs_dir: dir.path().join("logs"),
         root_dir: dir.path().join("root"),
+        // Hermetic: the kubelet touches no cgroup of the host (as hollow nodes run).
         cgroup_root: "/kubelet-rs-test".into(),
+        cgroups_per_qos: false,
+        enforce_node_allocatable: Some(Vec::new()),
         address: [127, 0, 0, 1].into(),
         port,
         read_only_port: 0,

@@ -93,6 +93,11 @@ impl StandaloneNode {
         Ok(Self { containerd: Some(containerd), kubelet, cri })
     }
 
+    /// The kubelet's `cgroupRoot` (the test containerd's own cgroup, e.g. `/e2e-1a2b3c`).
+    pub fn cgroup_root(&self) -> String {
+        self.containerd.as_ref().map(Containerd::cgroup_parent).unwrap_or_default()
+    }
+
     /// Every sandbox the runtime holds.
     pub async fn sandboxes(&self) -> Vec<proto::cri::PodSandbox> {
         let req = proto::cri::ListPodSandboxRequest { filter: None };

@@ -128,6 +128,7 @@ impl Containerd {
             cni_conflist(&path, &format!("e2e-{id}"), &bridge, &subnet),
         )?;
 
+        make_cgroup_root(&cgroup_name)?;
         let log = std::fs::File::create(path.join("containerd.log"))?;
         let child = Command::new("containerd")
             .arg("--config")
@@ -338,6 +339,26 @@ pub fn terminate(child: &mut Child, grace: Duration) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Makes the cgroup the test's kubelets take as `cgroupRoot` (which must exist, as upstream's
+/// kubelet checks) in each hierarchy; teardown removes it with all below.
+fn make_cgroup_root(cgroup_name: &str) -> anyhow::Result<()> {
+    let hierarchies = std::fs::read_dir("/sys/fs/cgroup").context("reading /sys/fs/cgroup")?;
+    let unified = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let dirs: Vec<PathBuf> = if unified {
+        vec![PathBuf::from("/sys/fs/cgroup").join(cgroup_name)]
+    } else {
+        hierarchies
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path().join(cgroup_name))
+            .collect()
+    };
+    for dir in dirs {
+        std::fs::create_dir_all(&dir).with_context(|| format!("making {}", dir.display()))?;
+    }
+    Ok(())
 }
 
 /// Removes a cgroup directory and its children, deepest first (cgroupfs needs `rmdir`).

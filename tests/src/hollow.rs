@@ -205,7 +205,7 @@ impl HollowNode {
         std::fs::copy(api.ca_path(), &ca)?;
         api.write_node_kubeconfig(&name, &dir.join("kubeconfig"), &ca)?;
         let config = format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix://{}\npodLogsDir: {}\ncgroupsPerQOS: false\naddress: 127.0.0.1\nreadOnlyPort: 0\nhealthzPort: 0\n{}",
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix://{}\npodLogsDir: {}\ncgroupsPerQOS: false\nenforceNodeAllocatable: []\naddress: 127.0.0.1\nreadOnlyPort: 0\nhealthzPort: 0\n{}",
             socket.display(),
             dir.join("logs").display(),
             crate::kubelet::DISK_SETTINGS,

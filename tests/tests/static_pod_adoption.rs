@@ -55,8 +55,13 @@ async fn pods_upstreams_kubelet_made_are_adopted_without_a_restart() {
         endpoint: server.endpoint().to_string(),
         cgroup_parent: "/".into(),
     };
-    let mut kubelet =
-        Kubelet::start_standalone_on(&side, "node-a", "cgroupsPerQOS: false\n", &[]).unwrap();
+    let mut kubelet = Kubelet::start_standalone_on(
+        &side,
+        "node-a",
+        "cgroupsPerQOS: false\nenforceNodeAllocatable: []\n",
+        &[],
+    )
+    .unwrap();
     for file in ["simple.yaml", "rich.yaml", "hostnet.yaml"] {
         let text = std::fs::read_to_string(golden().join("manifests").join(file)).unwrap();
         kubelet.write_manifest(file, &text).unwrap();

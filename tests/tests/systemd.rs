@@ -70,7 +70,7 @@ async fn the_kubelet_says_ready_pings_the_watchdog_at_half_its_timeout_and_says_
     std::fs::write(
         &config,
         format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\nstaticConfigPath: \"\"\ncontainerRuntimeEndpoint: unix://{}\npodLogsDir: {}\ncgroupsPerQOS: false\nport: 0\nreadOnlyPort: 0\nhealthzPort: 0\n",
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: {}\nstaticConfigPath: \"\"\ncontainerRuntimeEndpoint: unix://{}\npodLogsDir: {}\ncgroupsPerQOS: false\nenforceNodeAllocatable: []\nport: 0\nreadOnlyPort: 0\nhealthzPort: 0\n",
             dir.path().join("manifests").display(),
             dir.path().join("cri.sock").display(),
             dir.path().join("logs").display(),

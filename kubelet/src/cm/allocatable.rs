@@ -136,6 +136,13 @@ impl NodeAllocatable {
         self.system.get(r).saturating_add(self.kube.get(r)).saturating_add(eviction)
     }
 
+    /// `capacity` less `systemReserved` and `kubeReserved` alone (upstream's
+    /// `getNodeAllocatableInternalAbsolute`): what the `kubepods` cgroup is limited to. The
+    /// hard eviction reservation is left to the eviction manager.
+    pub fn internal(&self, r: Reservable, capacity: u64) -> u64 {
+        capacity.saturating_sub(self.system.get(r).saturating_add(self.kube.get(r)))
+    }
+
     /// What pods may have of `capacity`: never below zero.
     pub fn allocatable(&self, r: Reservable, capacity: u64) -> u64 {
         capacity.saturating_sub(self.reservation(r, capacity))

@@ -1,21 +1,27 @@
-//! Container manager: pod cgroups; [`allocatable`]: what pods may have of the node.
-//!
-//! Pod cgroups. Pods live under `<cgroupRoot>/kubepods[/<qos>]/pod<uid>` as
-//! upstream's cgroupfs driver names them; the runtime creates the directories when it starts
-//! containers in them, the kubelet removes a pod's directories once the pod is gone.
+//! Container manager, as upstream's `pkg/kubelet/cm` with the cgroupfs driver:
+//! - [`CgroupLayout`]: where the kubelet's cgroups are: `<cgroupRoot>/kubepods[/<qos>]/pod<uid>`;
+//! - [`cgroupfs`]: the [`Cgroups`] boundary and the cgroup v1/v2 filesystem behind it;
+//! - [`resources`]: what a cgroup is given (shares, quota, memory and process limits), for a pod
+//!   and for amounts such as allocatable;
+//! - [`node_config`]: `enforceNodeAllocatable`, `qosReserved`, the CFS and pod PID settings;
+//! - [`manager`]: [`ContainerManager`], which makes, sizes and removes them;
+//! - [`allocatable`]: what pods may have of the node.
 //!
 //! With `cgroupsPerQOS: false` there are no pod cgroups, as upstream's `podContainerManagerNoop`:
-//! every sandbox's cgroup parent is `cgroupRoot` itself and the kubelet never removes a cgroup
+//! every sandbox's cgroup parent is `cgroupRoot` itself and the kubelet never touches a cgroup
 //! (hollow nodes run this way, unprivileged).
 //!
-//! Cgroup files are reached through [`Cgroups`], rooted at a path (`/sys/fs/cgroup` in
-//! production, a temp dir in tests). Both v1 (one hierarchy per controller) and v2 (one unified
-//! hierarchy) layouts are handled: every hierarchy under the root that holds the pod's path is
-//! cleaned.
+//! `cgroupDriver: systemd` is refused at start (see ARCHITECTURE.md): this kubelet does not
+//! make systemd slices.
 
 pub mod allocatable;
+pub mod cgroupfs;
+pub mod manager;
+pub mod node_config;
+pub mod resources;
 
-use std::path::{Path, PathBuf};
+pub use cgroupfs::{CgroupFs, Cgroups};
+pub use manager::ContainerManager;
 
 use api::qos::QosClass;
 
@@ -30,17 +36,31 @@ pub struct CgroupLayout {
 }
 
 impl CgroupLayout {
+    fn root(&self) -> &str {
+        self.root.trim_end_matches('/')
+    }
+
+    /// `<cgroupRoot>/kubepods`, the cgroup every pod is under (upstream's node allocatable
+    /// cgroup).
+    pub fn kubepods(&self) -> String {
+        format!("{}/kubepods", self.root())
+    }
+
+    /// A QoS class's cgroup: `kubepods` itself for Guaranteed pods.
+    pub fn qos_cgroup(&self, qos: QosClass) -> String {
+        match qos.cgroup_dir() {
+            Some(dir) => format!("{}/{dir}", self.kubepods()),
+            None => self.kubepods(),
+        }
+    }
+
     /// The cgroup parent of a pod's sandbox and containers: its own pod cgroup, or `cgroupRoot`
     /// itself without `cgroupsPerQOS`.
     pub fn pod_cgroup(&self, qos: QosClass, uid: &str) -> String {
-        let root = self.root.trim_end_matches('/');
         if !self.per_qos {
-            return if root.is_empty() { "/".to_string() } else { root.to_string() };
+            return if self.root().is_empty() { "/".to_string() } else { self.root().to_string() };
         }
-        match qos.cgroup_dir() {
-            Some(dir) => format!("{root}/kubepods/{dir}/pod{uid}"),
-            None => format!("{root}/kubepods/pod{uid}"),
-        }
+        format!("{}/pod{uid}", self.qos_cgroup(qos))
     }
 
     /// Every place a pod's own cgroup may be (its QoS is unknown for pods found only in the
@@ -53,76 +73,6 @@ impl CgroupLayout {
             .iter()
             .map(|q| self.pod_cgroup(*q, uid))
             .collect()
-    }
-}
-
-/// The cgroup filesystem boundary.
-pub trait Cgroups: Send + Sync + std::fmt::Debug {
-    /// Removes the cgroup at `path` (relative to each hierarchy) and its children, deepest
-    /// first; missing is fine.
-    fn remove(&self, path: &str) -> std::io::Result<()>;
-}
-
-/// cgroupfs mounted at `mount_root` (`/sys/fs/cgroup`).
-#[derive(Debug, Clone)]
-pub struct CgroupFs {
-    pub mount_root: PathBuf,
-}
-
-impl CgroupFs {
-    /// The hierarchies: each controller directory on v1, the root itself on v2.
-    fn hierarchies(&self) -> Vec<PathBuf> {
-        if self.mount_root.join("cgroup.controllers").exists() {
-            return vec![self.mount_root.clone()];
-        }
-        std::fs::read_dir(&self.mount_root)
-            .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
-            .unwrap_or_default()
-    }
-}
-
-fn remove_tree(dir: &Path) -> std::io::Result<()> {
-    let mut dirs = vec![dir.to_path_buf()];
-    let mut i = 0;
-    while i < dirs.len() {
-        if let Ok(entries) = std::fs::read_dir(&dirs[i]) {
-            dirs.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| e.path()),
-            );
-        }
-        i += 1;
-    }
-    for d in dirs.iter().rev() {
-        match std::fs::remove_dir(d) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(std::io::Error::new(
-                    e.kind(),
-                    format!("removing cgroup {}: {e}", d.display()),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-impl Cgroups for CgroupFs {
-    fn remove(&self, path: &str) -> std::io::Result<()> {
-        let rel = path.trim_start_matches('/');
-        let mut first_error = None;
-        for h in self.hierarchies() {
-            let dir = h.join(rel);
-            if dir.is_dir()
-                && let Err(e) = remove_tree(&dir)
-            {
-                first_error.get_or_insert(e);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
     }
 }
 
@@ -153,30 +103,5 @@ mod tests {
             "/"
         );
         assert!(flat.all_pod_cgroups("u").is_empty(), "nothing of the kubelet's to remove");
-    }
-
-    #[test]
-    fn removes_a_pod_cgroup_in_every_v1_hierarchy() {
-        let root = tempfile::tempdir().unwrap();
-        for ctl in ["cpu", "memory"] {
-            std::fs::create_dir_all(root.path().join(ctl).join("kubepods/besteffort/podu1/ctr"))
-                .unwrap();
-        }
-        std::fs::create_dir_all(root.path().join("pids")).unwrap();
-        let fs = CgroupFs { mount_root: root.path().to_path_buf() };
-        fs.remove("/kubepods/besteffort/podu1").unwrap();
-        assert!(!root.path().join("cpu/kubepods/besteffort/podu1").exists());
-        assert!(!root.path().join("memory/kubepods/besteffort/podu1").exists());
-        assert!(root.path().join("cpu/kubepods/besteffort").exists(), "the QoS level stays");
-        fs.remove("/kubepods/besteffort/podu1").unwrap();
-    }
-
-    #[test]
-    fn uses_the_unified_hierarchy_on_v2() {
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(root.path().join("cgroup.controllers"), "cpu memory").unwrap();
-        std::fs::create_dir_all(root.path().join("kubepods/podu1")).unwrap();
-        CgroupFs { mount_root: root.path().to_path_buf() }.remove("kubepods/podu1").unwrap();
-        assert!(!root.path().join("kubepods/podu1").exists());
     }
 }

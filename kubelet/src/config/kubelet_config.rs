@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::duration::GoDuration;
 use crate::cm::allocatable::{NodeAllocatable, ReservationError, Reserved};
+use crate::cm::node_config::{NodeConfig, NodeConfigError, NodeConfigInput};
 use crate::eviction::{ThresholdError, Thresholds};
 use crate::logs::{LogRotatePolicy, MaxSizeError};
 use crate::runtime::images::gc::ImageGcPolicy;
@@ -45,11 +46,9 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "failSwapOn",
     "memorySwap",
     "featureGates",
-    "enforceNodeAllocatable",
     "cpuManagerPolicy",
     "memoryManagerPolicy",
     "topologyManagerPolicy",
-    "podPidsLimit",
     "shutdownGracePeriod",
     "shutdownGracePeriodCriticalPods",
     "volumeStatsAggPeriod",
@@ -112,6 +111,17 @@ pub struct KubeletConfigFile {
     /// `systemReserved` and `kubeReserved` as written: resource → quantity.
     pub system_reserved: Option<BTreeMap<String, String>>,
     pub kube_reserved: Option<BTreeMap<String, String>>,
+    /// Cgroups: what `kubepods` and the reserved cgroups are held to, the QoS classes' memory
+    /// reservations, CFS quota and pod PID limits.
+    pub enforce_node_allocatable: Option<Vec<String>>,
+    pub system_reserved_cgroup: Option<String>,
+    pub kube_reserved_cgroup: Option<String>,
+    pub qos_reserved: Option<BTreeMap<String, String>>,
+    #[serde(rename = "cpuCFSQuota")]
+    pub cpu_cfs_quota: Option<bool>,
+    #[serde(rename = "cpuCFSQuotaPeriod")]
+    pub cpu_cfs_quota_period: Option<GoDuration>,
+    pub pod_pids_limit: Option<i64>,
     /// Container log rotation.
     pub container_log_max_size: Option<String>,
     pub container_log_max_files: Option<u32>,
@@ -283,6 +293,17 @@ pub struct KubeletConfig {
     /// `kubeReserved`, `--system-reserved`, `--kube-reserved`).
     pub system_reserved: Reserved,
     pub kube_reserved: Reserved,
+    /// The cgroup settings beyond the root (`enforceNodeAllocatable`, `None` for upstream's
+    /// default `pods`; `systemReservedCgroup`, `kubeReservedCgroup`, `qosReserved`,
+    /// `cpuCFSQuota`, `cpuCFSQuotaPeriod`, `podPidsLimit`), made a [`NodeConfig`] by
+    /// [`KubeletConfig::node_config`].
+    pub enforce_node_allocatable: Option<Vec<String>>,
+    pub system_reserved_cgroup: Option<String>,
+    pub kube_reserved_cgroup: Option<String>,
+    pub qos_reserved: Option<BTreeMap<String, String>>,
+    pub cpu_cfs_quota: Option<bool>,
+    pub cpu_cfs_quota_period: Option<Duration>,
+    pub pod_pids_limit: Option<i64>,
     /// When container logs are rotated and how many files each keeps (`containerLogMaxSize`,
     /// `containerLogMaxFiles`, `containerLogMaxWorkers`, `containerLogMonitorInterval`).
     pub container_log: LogRotatePolicy,
@@ -338,6 +359,13 @@ impl Default for KubeletConfig {
             eviction_hard: Thresholds::default(),
             system_reserved: Reserved::default(),
             kube_reserved: Reserved::default(),
+            enforce_node_allocatable: None,
+            system_reserved_cgroup: None,
+            kube_reserved_cgroup: None,
+            qos_reserved: None,
+            cpu_cfs_quota: None,
+            cpu_cfs_quota_period: None,
+            pod_pids_limit: None,
             container_log: LogRotatePolicy::default(),
             image_gc: ImageGcPolicy::default(),
             restart_backoff_max: crate::runtime::backoff::RESTART_MAX,
@@ -353,7 +381,9 @@ pub enum ConfigError {
     Parse { path: PathBuf, source: serde_yaml_ng::Error },
     #[error("kubelet config {path}: kind must be KubeletConfiguration, not {kind:?}")]
     Kind { path: PathBuf, kind: String },
-    #[error("kubelet config {path}: cgroupDriver {driver:?} is not supported (use cgroupfs)")]
+    #[error(
+        "kubelet config {path}: cgroupDriver {driver:?} is not supported: this kubelet makes pod cgroups through cgroupfs only; set cgroupDriver: cgroupfs (and SystemdCgroup = false in the runtime's runc options)"
+    )]
     CgroupDriver { path: PathBuf, driver: String },
     #[error("kubelet config: {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
@@ -496,6 +526,14 @@ impl KubeletConfigFile {
         take!(container_runtime_endpoint, pod_logs_dir, max_pods, cgroup_root, cgroups_per_qos);
         take!(address, port, read_only_port, healthz_port, healthz_bind_address, cgroup_driver);
         take!(node_lease_duration_seconds);
+        macro_rules! take_option {
+            ($($field:ident),*) => { $( if let Some(v) = &self.$field { c.$field = Some(v.clone()); } )* };
+        }
+        take_option!(enforce_node_allocatable, system_reserved_cgroup, kube_reserved_cgroup);
+        take_option!(qos_reserved, cpu_cfs_quota, pod_pids_limit);
+        if let Some(d) = self.cpu_cfs_quota_period {
+            c.cpu_cfs_quota_period = Some(d.0);
+        }
         if let Some(p) = &self.tls_cert_file {
             c.tls_cert_file = Some(p.clone());
         }
@@ -557,6 +595,21 @@ impl KubeletConfig {
         }
     }
 
+    /// The container manager's settings, checked as upstream checks them.
+    pub fn node_config(&self) -> Result<NodeConfig, NodeConfigError> {
+        NodeConfig::parse(&NodeConfigInput {
+            cgroup_root: &self.cgroup_root,
+            cgroups_per_qos: self.cgroups_per_qos,
+            enforce_node_allocatable: self.enforce_node_allocatable.as_deref(),
+            system_reserved_cgroup: self.system_reserved_cgroup.as_deref(),
+            kube_reserved_cgroup: self.kube_reserved_cgroup.as_deref(),
+            qos_reserved: self.qos_reserved.as_ref(),
+            cpu_cfs_quota: self.cpu_cfs_quota,
+            cpu_cfs_quota_period: self.cpu_cfs_quota_period,
+            pod_pids_limit: self.pod_pids_limit,
+        })
+    }
+
     /// Whether anyone can authenticate to the kubelet API without a token: a client CA names
     /// callers, or anonymous callers are served.
     pub fn api_callers_possible(&self) -> bool {
@@ -614,6 +667,9 @@ impl KubeletConfig {
         }
         if !self.cgroup_root.starts_with('/') {
             return invalid("cgroupRoot", "must be an absolute cgroup path");
+        }
+        if let Err(e) = self.node_config() {
+            return invalid(e.field, &e.reason);
         }
         if let Err((field, reason)) = self.container_log.validate() {
             return invalid(field, &reason);

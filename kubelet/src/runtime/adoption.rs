@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use super::container::linux_resources;
 use super::sandbox::{pod_hostname, port_mappings};
+use crate::cm::resources::PodCgroupPolicy;
 use crate::credentialprovider::reference::normalized;
 
 /// Why a running pod is not the manifest's.
@@ -232,7 +233,9 @@ impl ContainerRecord {
         }
         if let Some((shares, quota, memory)) = cfg.resources {
             let qos = pod.spec.as_ref().map_or(api::qos::QosClass::BestEffort, api::qos::pod_qos);
-            let want = linux_resources(c, qos, 0);
+            // A pod started under another `cpuCFSQuota`/period than upstream's defaults is
+            // not adopted (it is restarted).
+            let want = linux_resources(c, qos, 0, &PodCgroupPolicy::default());
             if (want.cpu_shares, want.cpu_quota, want.memory_limit_in_bytes)
                 != (shares, quota, memory)
             {

@@ -12,9 +12,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use proto::cri;
 use sha2::{Digest, Sha256};
 
-/// CFS period the kubelet uses for CPU limits (100 ms).
-pub const CPU_PERIOD_US: i64 = 100_000;
-const MIN_SHARES: i64 = 2;
+use crate::cm::resources::{PodCgroupPolicy, milli_cpu_to_quota, milli_cpu_to_shares};
 
 /// The hash recorded in `io.kubernetes.container.hash`: over the name and image, what
 /// upstream's `HashContainer` covers since 1.31 (its value is not upstream's: theirs hashes a
@@ -80,6 +78,8 @@ pub struct ContainerContext<'a> {
     pub envs: Vec<cri::KeyValue>,
     pub mounts: Vec<cri::Mount>,
     pub memory_capacity: u64,
+    /// `cpuCFSQuota` and `cpuCFSQuotaPeriod`.
+    pub cfs: PodCgroupPolicy,
     /// The effective security context, by [`super::security_context::container`].
     pub security_context: cri::LinuxContainerSecurityContext,
     /// The crash back-off this start counts under (a restart), recorded for a later kubelet.
@@ -105,29 +105,29 @@ fn quantity(c: &Container, list: &str, name: &str) -> Option<Quantity> {
     Quantity::parse(&l.get(name)?.0).ok()
 }
 
-/// Linux resources: CPU shares from the request, CFS quota from the limit, the memory limit,
-/// and the OOM score for the pod's QoS class.
+/// Linux resources: CPU shares from the request (the limit when only it is set), a CFS quota
+/// from the limit over the node's period unless `cpuCFSQuota` is off, the memory limit, and
+/// the OOM score for the pod's QoS class.
 pub fn linux_resources(
     c: &Container,
     qos: QosClass,
     memory_capacity: u64,
+    cfs: &PodCgroupPolicy,
 ) -> cri::LinuxContainerResources {
+    let milli =
+        |q: Option<Quantity>| q.map_or(0, |q| i64::try_from(q.milli_value()).unwrap_or(i64::MAX));
     let cpu_request = quantity(c, "requests", "cpu").or_else(|| quantity(c, "limits", "cpu"));
-    let cpu_shares = cpu_request.map_or(MIN_SHARES, |q| {
-        (i64::try_from(q.milli_value()).unwrap_or(i64::MAX).saturating_mul(1024) / 1000)
-            .max(MIN_SHARES)
-    });
-    let cpu_quota = quantity(c, "limits", "cpu").map_or(0, |q| {
-        let quota =
-            i64::try_from(q.milli_value()).unwrap_or(i64::MAX).saturating_mul(CPU_PERIOD_US) / 1000;
-        quota.max(1000)
-    });
+    let cpu_shares = i64::try_from(milli_cpu_to_shares(milli(cpu_request))).unwrap_or(i64::MAX);
+    let cpu_limit = milli(quantity(c, "limits", "cpu"));
+    let period = i64::try_from(cfs.cpu_period_us).unwrap_or(i64::MAX);
+    let cpu_quota =
+        if cfs.enforce_cpu_limits { milli_cpu_to_quota(cpu_limit, cfs.cpu_period_us) } else { 0 };
     let memory_limit =
         quantity(c, "limits", "memory").map_or(0, |q| i64::try_from(q.value()).unwrap_or(i64::MAX));
     let memory_request =
         quantity(c, "requests", "memory").map_or(0, |q| u64::try_from(q.value()).unwrap_or(0));
     cri::LinuxContainerResources {
-        cpu_period: if cpu_quota > 0 { CPU_PERIOD_US } else { 0 },
+        cpu_period: if cpu_quota > 0 { period } else { 0 },
         cpu_quota,
         cpu_shares,
         memory_limit_in_bytes: memory_limit,
@@ -202,7 +202,7 @@ pub fn container_config(ctx: ContainerContext<'_>) -> cri::ContainerConfig {
         labels: container_labels(ctx.pod, &c.name),
         annotations,
         linux: Some(cri::LinuxContainerConfig {
-            resources: Some(linux_resources(c, qos, ctx.memory_capacity)),
+            resources: Some(linux_resources(c, qos, ctx.memory_capacity, &ctx.cfs)),
             security_context: Some(ctx.security_context),
         }),
         ..Default::default()
@@ -242,14 +242,14 @@ mod tests {
             "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "128Mi"}},
         }))
         .unwrap();
-        let r = linux_resources(&c, QosClass::Burstable, 1 << 30);
-        assert_eq!((r.cpu_shares, r.cpu_quota, r.cpu_period), (256, 50_000, CPU_PERIOD_US));
+        let r = linux_resources(&c, QosClass::Burstable, 1 << 30, &PodCgroupPolicy::default());
+        assert_eq!((r.cpu_shares, r.cpu_quota, r.cpu_period), (256, 50_000, 100_000));
         assert_eq!(r.memory_limit_in_bytes, 128 << 20);
         assert_eq!(r.oom_score_adj, 938);
         assert_eq!(oom_score_adj(QosClass::Guaranteed, 0, 1), -997);
         assert_eq!(oom_score_adj(QosClass::BestEffort, 0, 1), 1000);
         let none: Container = serde_json::from_value(serde_json::json!({"name": "c"})).unwrap();
-        let r = linux_resources(&none, QosClass::BestEffort, 1 << 30);
+        let r = linux_resources(&none, QosClass::BestEffort, 1 << 30, &PodCgroupPolicy::default());
         assert_eq!((r.cpu_shares, r.cpu_quota, r.memory_limit_in_bytes), (2, 0, 0));
     }
 
@@ -273,6 +273,7 @@ mod tests {
             envs: vec![cri::KeyValue { key: "GREETING".into(), value: "hi".into() }],
             mounts: vec![],
             memory_capacity: 1 << 30,
+            cfs: PodCgroupPolicy::default(),
             security_context: crate::runtime::security_context::container(
                 &pod,
                 container,

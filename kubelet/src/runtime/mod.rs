@@ -37,7 +37,7 @@ use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use proto::{CallError, CriClient, cri};
 
-use crate::cm::{CgroupLayout, Cgroups};
+use crate::cm::ContainerManager;
 use crate::events::{ObjectRef, Recorder};
 use crate::metrics::KubeletMetrics;
 use crate::volume::{self as pod_volume, TeardownError, VolumeManager};
@@ -74,7 +74,6 @@ pub enum RuntimeError {
 pub struct RuntimeConfig {
     pub pod_logs_dir: PathBuf,
     pub root_dir: PathBuf,
-    pub cgroups: CgroupLayout,
     /// The node's resolver configuration (for pods with `dnsPolicy: Default`/`ClusterFirst`).
     pub resolv_conf: String,
     pub memory_capacity: u64,
@@ -90,7 +89,8 @@ pub struct RuntimeManager {
     pub config: RuntimeConfig,
     /// `containerd` in `containerd://<id>` container ids.
     pub runtime_name: String,
-    cgroupfs: Arc<dyn Cgroups>,
+    /// Pod and QoS cgroups.
+    pub cm: Arc<ContainerManager>,
     /// Where the runtime's events (pulls, container starts, kills, backoffs, hook failures) go.
     pub recorder: Recorder,
     restarts: Mutex<backoff::Backoff>,
@@ -119,7 +119,7 @@ impl RuntimeManager {
     pub fn new(
         cri: CriClient,
         config: RuntimeConfig,
-        cgroupfs: Arc<dyn Cgroups>,
+        cm: Arc<ContainerManager>,
         recorder: Recorder,
         volumes: VolumeManager,
         secrets: Option<Arc<dyn pull_secrets::SecretSource>>,
@@ -134,7 +134,7 @@ impl RuntimeManager {
             cri,
             config,
             runtime_name,
-            cgroupfs,
+            cm,
             recorder,
             restarts: Mutex::new(backoff::Backoff::restarts()),
             images: images::ImageManager::new(node_keyring, secrets).with_metrics(metrics.clone()),
@@ -315,11 +315,7 @@ impl RuntimeManager {
         if let Err(e) = self.volumes.unmount_pod(uid) {
             tracing::warn!(uid, error = %e, "releasing the pod's volumes; retried when it is removed");
         }
-        for cgroup in self.config.cgroups.all_pod_cgroups(uid) {
-            if let Err(e) = self.cgroupfs.remove(&cgroup) {
-                tracing::warn!(uid, error = %e, "removing the pod cgroup");
-            }
-        }
+        self.cm.remove_pod(uid);
     }
 
     /// Removes everything of a terminated pod: containers, sandboxes, logs, its directory and
@@ -342,11 +338,7 @@ impl RuntimeManager {
         }
         self.volumes.unmount_pod(uid)?;
         remove_dir_logged(&pod_volume::pod_dir(&self.config.root_dir, uid));
-        for cgroup in self.config.cgroups.all_pod_cgroups(uid) {
-            if let Err(e) = self.cgroupfs.remove(&cgroup) {
-                tracing::warn!(uid, error = %e, "removing the pod cgroup");
-            }
-        }
+        self.cm.remove_pod(uid);
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use proto::{CallError, cri};
 
 use super::actions::{KillAction, compute_pod_actions, is_sidecar};
@@ -130,8 +130,22 @@ impl RuntimeManager {
         self.prune_dead_containers(&status).await;
 
         let log_dir = pod_log_dir(&self.config.pod_logs_dir, pod);
-        let qos = pod.spec.as_ref().map_or(api::qos::QosClass::BestEffort, api::qos::pod_qos);
-        let cgroup = self.config.cgroups.pod_cgroup(qos, uid);
+        // The pod's cgroup, made and sized before its sandbox (upstream's `EnsureExists`, on
+        // every sync so the QoS cgroups count the pods a restarted kubelet finds running).
+        let no_spec = PodSpec::default();
+        let cgroup = match self.cm.ensure_pod(uid, pod.spec.as_ref().unwrap_or(&no_spec)) {
+            Ok(cgroup) => cgroup,
+            Err(e) if actions.create_sandbox => {
+                out.error = Some(format!("making the pod cgroup: {e}"));
+                out.requeue(ERROR_REQUEUE);
+                out.status = status;
+                return Ok(out);
+            }
+            Err(e) => {
+                tracing::warn!(uid, error = %e, "making the pod cgroup");
+                String::new()
+            }
+        };
         let security = match security_context::sandbox(pod, &self.seccomp_root()) {
             Ok(security) => security,
             Err(e) => {
@@ -445,6 +459,7 @@ impl RuntimeManager {
             envs,
             mounts,
             memory_capacity: self.config.memory_capacity,
+            cfs: self.cm.config().pod,
             security_context: security,
             restart_backoff,
         });

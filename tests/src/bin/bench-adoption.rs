@@ -157,8 +157,12 @@ async fn upstream(runs: usize) -> anyhow::Result<()> {
             std::fs::write(manifest_dir.join(file), text)?;
         }
         let start = Instant::now();
-        let mut kubelet =
-            Kubelet::start_standalone_on(&side, "node-a", "cgroupsPerQOS: false\n", &[])?;
+        let mut kubelet = Kubelet::start_standalone_on(
+            &side,
+            "node-a",
+            "cgroupsPerQOS: false\nenforceNodeAllocatable: []\n",
+            &[],
+        )?;
         let result = all_running(&kubelet, PODS).await;
         let elapsed = start.elapsed().as_secs_f64() * 1000.0;
         let calls = runtime_calls(&kubelet).await;
