@@ -261,6 +261,11 @@ impl Kubelet {
 
     /// `GET path` on the read-only API, decoded as JSON.
     pub async fn get(&self, path: &str) -> Option<Value> {
+        serde_json::from_str(&self.get_body(path).await?).ok()
+    }
+
+    /// `GET path` on the read-only API: the body, whatever its status.
+    pub async fn get_body(&self, path: &str) -> Option<String> {
         let addr: SocketAddr = ([127, 0, 0, 1], self.port).into();
         let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
         s.write_all(format!("GET {path} HTTP/1.0\r\nHost: kubelet\r\n\r\n").as_bytes())
@@ -268,7 +273,7 @@ impl Kubelet {
             .ok()?;
         let mut buf = String::new();
         s.read_to_string(&mut buf).await.ok()?;
-        serde_json::from_str(buf.split_once("\r\n\r\n")?.1).ok()
+        Some(buf.split_once("\r\n\r\n")?.1.to_string())
     }
 
     /// The pod named `name` from `/pods`.

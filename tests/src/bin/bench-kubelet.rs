@@ -6,7 +6,9 @@
 //!   records it, for 1 pod (repeated) and for a burst of 30 (all running, and the first);
 //! - the direct-CRI floor: RunPodSandbox, CreateContainer, StartContainer from a minimal client,
 //!   1 and 30 at once, with the time of each call (where the time goes);
-//! - idle cost: the kubelet's RSS and CPU seconds per minute with 0, 30 and 110 pods.
+//! - idle cost: the kubelet's RSS and CPU seconds per minute with 0, 30 and 110 pods;
+//! - scrapes at 110 pods: `/metrics`, `/metrics/resource` and `/stats/summary` every 15 s, as
+//!   Prometheus and metrics-server would, each response's time and the kubelet's cost meanwhile.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
@@ -103,6 +105,36 @@ async fn wait_empty(client: &CriClient) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(())
+}
+
+/// What monitoring scrapes, every 15 s.
+const SCRAPED: [&str; 3] = ["/metrics", "/metrics/resource", "/stats/summary"];
+const SCRAPE_EVERY: Duration = Duration::from_secs(15);
+
+/// Scrapes the three endpoints every 15 s through `window`: each one's response times (ms),
+/// then the kubelet's RSS and CPU over the window.
+async fn scraped_cost(
+    kubelet: &Kubelet,
+    window: Duration,
+) -> anyhow::Result<(Vec<Vec<f64>>, f64, f64)> {
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pid = kubelet.pid_u32().context("kubelet pid")?;
+    let before = usage(pid)?;
+    let start = Instant::now();
+    let mut times = vec![Vec::new(); SCRAPED.len()];
+    while start.elapsed() < window {
+        let round = Instant::now();
+        for (i, path) in SCRAPED.iter().enumerate() {
+            let t = Instant::now();
+            let body = kubelet.get_body(path).await.with_context(|| format!("GET {path}"))?;
+            anyhow::ensure!(body.len() > 100, "GET {path}: a short answer: {body}");
+            times[i].push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        tokio::time::sleep(SCRAPE_EVERY.saturating_sub(round.elapsed())).await;
+    }
+    let after = usage(pid)?;
+    let cpu = (after.cpu_seconds - before.cpu_seconds) * 60.0 / start.elapsed().as_secs_f64();
+    Ok((times, after.rss_mib(), cpu))
 }
 
 async fn idle_cost(kubelet: &Kubelet, window: Duration) -> anyhow::Result<(f64, f64)> {
@@ -274,6 +306,16 @@ async fn kubelet_part(
             "idle with {count:>3} pods: RSS {rss:6.1} MiB (anon {anon:.1}, file {file:.1})   CPU {cpu:6.3} s/min ({:.3} % of a core)",
             cpu / 60.0 * 100.0
         );
+        if count == 110 {
+            let (times, rss, cpu) = scraped_cost(&kubelet, window).await?;
+            for (path, t) in SCRAPED.iter().zip(times) {
+                summary(&format!("scrape {path} at 110 pods"), t);
+            }
+            println!(
+                "scraped every 15 s with 110 pods: RSS {rss:6.1} MiB   CPU {cpu:6.3} s/min ({:.3} % of a core)",
+                cpu / 60.0 * 100.0
+            );
+        }
         for n in &names {
             std::fs::remove_file(kubelet.manifests().join(format!("{n}.yaml")))?;
         }
