@@ -359,7 +359,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let (evictions_tx, evictions_rx) = mpsc::channel(8);
     let (pressures_tx, pressures_rx) = watch::channel(Vec::new());
     let eviction_manager = crate::eviction::manager::EvictionManager {
-        thresholds: config.eviction_hard.clone(),
+        config: config.eviction()?,
+        state: Default::default(),
         readings: readings.clone(),
         stats,
         statuses: statuses.clone(),
