@@ -410,7 +410,11 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         allocatable,
     };
     // Admission's node until the apiserver's is read: the kubelet's own view.
-    let first_readings = Readings { observed: first_sample.observations(), runtime_health: Ok(()) };
+    let first_readings = Readings {
+        observed: first_sample.observations(),
+        runtime_health: Ok(()),
+        pressures: Vec::new(),
+    };
     let first = node_status::status(&facts, &machine, &first_readings, None, now());
     let (node_tx, node_rx) = watch::channel(Arc::new(node_status::node(&facts, &machine, first)));
     if let Some(client) = client {
@@ -420,6 +424,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             machine,
             readings,
             pleg: pleg_health.clone(),
+            pressures: pressures_rx.clone(),
             update_frequency: config.node_status_update_frequency,
             report_frequency: config.node_status_report_frequency,
             node: node_tx,
