@@ -37,7 +37,7 @@ use super::state::State;
 use super::{Observation, Observations, Pressure, Signal};
 use crate::config::mux::SourcesReady;
 use crate::events::{ObjectRef, Recorder};
-use crate::lifecycle::eviction::{REASON, is_critical};
+use crate::lifecycle::eviction::{DISRUPTION_REASON, REASON, is_critical};
 use crate::metrics::KubeletMetrics;
 use crate::node_status::machine::ReadingSource;
 use crate::runtime::images::gc::ImageGcManager;
@@ -292,7 +292,11 @@ impl EvictionManager {
             let text = message(signal, value.amount(now.capacity), now, &c.pod, &containers);
             self.recorder.warning(&ObjectRef::pod(&c.pod), REASON, text.clone());
             self.metrics.evictions.with(&[signal.as_str()]).inc();
-            let failure = PodFailure { reason: REASON.into(), message: text };
+            let failure = PodFailure {
+                reason: REASON.into(),
+                message: text,
+                disruption: Some(DISRUPTION_REASON.into()),
+            };
             let grace = if threshold.is_hard() {
                 HARD_EVICTION_GRACE
             } else {

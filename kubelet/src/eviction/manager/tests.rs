@@ -172,6 +172,7 @@ async fn under_memory_pressure_the_best_effort_pod_beyond_its_request_goes_and_c
     let e = evicted.recv().await.unwrap();
     assert_eq!(e.grace, HARD_EVICTION_GRACE);
     assert_eq!(e.failure.reason, "Evicted");
+    assert_eq!(e.failure.disruption.as_deref(), Some("TerminationByKubelet"));
     assert_eq!(
         e.failure.message,
         "The node was low on resource: memory. Threshold quantity: 100Ki, available: 10Ki. Container c was using 2Mi, request is 0, has larger consumption of memory. "
