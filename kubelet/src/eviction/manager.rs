@@ -392,7 +392,8 @@ impl EvictionManager {
         removed
     }
 
-    /// Each pod's use of what `signal` measures: memory's working set; on the node filesystem
+    /// Each pod's use of what `signal` measures: memory's working set; PIDs its process count
+    /// (the summary's `process_stats`, as upstream's `rankPIDPressure`); on the node filesystem
     /// its logs and volumes (and writable layers when the image filesystem is the same); on the
     /// image filesystem its writable layers; bytes or inodes as the signal counts.
     fn usage(&self, signal: Signal, summary: &Summary) -> HashMap<String, PodUse> {
@@ -411,6 +412,10 @@ impl EvictionManager {
             .iter()
             .map(|p: &PodStats| {
                 let mut u = PodUse::default();
+                if signal == Signal::PidAvailable {
+                    u.total = p.process_stats.as_ref().and_then(|s| s.process_count).unwrap_or(0);
+                    return (p.pod_ref.uid.clone(), u);
+                }
                 for c in &p.containers {
                     let used = if signal == Signal::MemoryAvailable {
                         c.memory.as_ref().and_then(|m| m.working_set_bytes).unwrap_or(0)

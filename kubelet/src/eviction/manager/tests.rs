@@ -370,3 +370,26 @@ async fn a_pod_whose_deletion_was_requested_is_not_evicted_again() {
         Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-staying".into() }
     );
 }
+
+#[tokio::test]
+async fn under_pid_pressure_the_pod_running_the_most_processes_goes_first() {
+    let rig = Rig::new().await;
+    let root = rig.dir.path().join("root");
+    put(&root, "proc/sys/kernel/pid_max", "1000\n");
+    put(&root, "proc/loadavg", "0.1 0.2 0.3 1/990 999\n");
+    for (name, processes) in [("few", 3), ("many", 40), ("some", 10)] {
+        let sandbox = rig.running(pod(name, "api", None), 1 << 20).await;
+        let containers = rig.fake.runtime().containers();
+        let id = containers.into_iter().find(|c| c.pod_sandbox_id == sandbox).unwrap().id;
+        let usage = Usage { memory_working_set_bytes: 1 << 20, processes, ..Default::default() };
+        assert!(rig.fake.runtime().set_usage(&id, usage));
+    }
+    let limit = BTreeMap::from([(Signal::PidAvailable, ThresholdValue::Quantity(100))]);
+    let (manager, mut evicted) = rig.manager(limit);
+    let round = manager.synchronize().await;
+    assert_eq!(round, Round::Evicted { signal: Signal::PidAvailable, uid: "uid-many".into() });
+    assert_eq!(
+        evicted.recv().await.unwrap().failure.message,
+        "The node was low on resource: pids. Threshold quantity: 100, available: 10. "
+    );
+}
