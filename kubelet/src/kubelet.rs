@@ -369,6 +369,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         root_dir: config.root_dir.clone(),
         evictions: evictions_tx,
         recorder: recorder.clone(),
+        node: config.node_name.clone(),
         metrics: metrics.clone(),
         pressures: pressures_tx,
         sources_ready: sources_ready.clone(),

@@ -2,7 +2,8 @@
 //! are observed against the thresholds ([`super::config`]), and [`super::state`] decides
 //! which pressure conditions hold and which thresholds are acted on (hard ones at once, soft
 //! ones once met for their grace period, either until its minimum reclaim is freed). For the
-//! first of those,
+//! first of those, a Warning `EvictionThresholdMet` (`Attempting to reclaim <resource>`) on the
+//! node, then
 //! 1. under disk pressure, node-level resources are reclaimed first — every dead container
 //!    (with its logs), and on the image filesystem (or a shared one) every unused image — and
 //!    if then no threshold is met even with its minimum reclaim, nothing more happens;
@@ -195,6 +196,8 @@ pub struct EvictionManager {
     pub root_dir: PathBuf,
     pub evictions: mpsc::Sender<Eviction>,
     pub recorder: Recorder,
+    /// The node's name, for the node's `EvictionThresholdMet` events.
+    pub node: String,
     pub metrics: Arc<KubeletMetrics>,
     /// The pressure conditions at the last round, for admission and the node status
     /// (upstream's `nodeConditions`).
@@ -245,6 +248,11 @@ impl EvictionManager {
             return Round::Calm;
         };
         let signal = threshold.signal;
+        self.recorder.warning(
+            &ObjectRef::Node(self.node.clone()),
+            "EvictionThresholdMet",
+            format!("Attempting to reclaim {}", resource(signal)),
+        );
         let mut observed = observed;
         if signal.pressure() == Pressure::Disk {
             self.reclaim(signal).await;

@@ -145,6 +145,7 @@ impl Rig {
             root_dir: root,
             evictions: tx,
             recorder: Recorder::default(),
+            node: "node-a".into(),
             metrics: Arc::new(KubeletMetrics::new("node-a")),
             pressures: watch::channel(Vec::new()).0,
             sources_ready: Arc::new(SourcesReady::new(Vec::new())),
@@ -178,10 +179,10 @@ async fn under_memory_pressure_the_best_effort_pod_beyond_its_request_goes_and_c
         "The node was low on resource: memory. Threshold quantity: 100Ki, available: 10Ki. Container c was using 2Mi, request is 0, has larger consumption of memory. "
     );
     let events = manager.recorder.list();
-    assert_eq!(
-        events.last().map(|e| (e.reason.as_str(), e.object.as_str())),
-        Some(("Evicted", "pod/default/best-effort"))
-    );
+    let seen: Vec<(&str, &str, &str)> =
+        events.iter().map(|e| (e.reason.as_str(), e.object.as_str(), e.message.as_str())).collect();
+    assert_eq!(seen[0], ("EvictionThresholdMet", "node/node-a", "Attempting to reclaim memory"));
+    assert_eq!(seen.last().map(|e| (e.0, e.1)), Some(("Evicted", "pod/default/best-effort")));
     let evictions = manager.metrics.evictions.get(&["memory.available"]).map(|c| c.get());
     assert_eq!(evictions, Some(1));
 
