@@ -18,6 +18,8 @@ pub struct Usage {
     pub memory_rss_bytes: u64,
     /// The writable layer's size.
     pub writable_layer_bytes: u64,
+    /// The processes the container runs (its share of the pod's `pids.current`).
+    pub processes: u64,
 }
 
 /// Where the fake says containers' writable layers and images live (`ImageFsInfo`).
@@ -129,6 +131,7 @@ impl Store {
                     total.memory_working_set_bytes += c.usage.memory_working_set_bytes;
                     total.memory_usage_bytes += c.usage.memory_usage_bytes;
                     total.memory_rss_bytes += c.usage.memory_rss_bytes;
+                    total.processes += c.usage.processes;
                 }
                 cri::PodSandboxStats {
                     attributes: Some(cri::PodSandboxAttributes {
@@ -141,7 +144,10 @@ impl Store {
                         cpu: Some(cpu(at, total.cpu_core_nanos)),
                         memory: Some(memory(at, &total)),
                         network: None,
-                        process: None,
+                        process: Some(cri::ProcessUsage {
+                            timestamp: at,
+                            process_count: value(total.processes),
+                        }),
                         containers: containers.iter().map(|c| container_stats(c, at)).collect(),
                     }),
                     windows: None,

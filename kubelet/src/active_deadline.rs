@@ -32,7 +32,11 @@ pub fn check(pod: &Pod, start: Option<&Time>, now: jiff::Timestamp) -> Deadline 
     let active = Duration::try_from(now.duration_since(start.0)).unwrap_or(Duration::ZERO);
     match allowed.checked_sub(active) {
         Some(left) if !left.is_zero() => Deadline::In(left),
-        _ => Deadline::Exceeded(PodFailure { reason: REASON.into(), message: MESSAGE.into() }),
+        _ => Deadline::Exceeded(PodFailure {
+            reason: REASON.into(),
+            message: MESSAGE.into(),
+            disruption: None,
+        }),
     }
 }
 

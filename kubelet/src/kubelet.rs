@@ -371,7 +371,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let (evictions_tx, evictions_rx) = mpsc::channel(8);
     let (pressures_tx, pressures_rx) = watch::channel(Vec::new());
     let eviction_manager = crate::eviction::manager::EvictionManager {
-        thresholds: config.eviction_hard.clone(),
+        config: config.eviction()?,
+        state: Default::default(),
         readings: readings.clone(),
         stats,
         statuses: statuses.clone(),
@@ -380,6 +381,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         root_dir: config.root_dir.clone(),
         evictions: evictions_tx,
         recorder: recorder.clone(),
+        node: config.node_name.clone(),
         metrics: metrics.clone(),
         pressures: pressures_tx,
         sources_ready: sources_ready.clone(),
@@ -421,7 +423,11 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         allocatable,
     };
     // Admission's node until the apiserver's is read: the kubelet's own view.
-    let first_readings = Readings { observed: first_sample.observations(), runtime_health: Ok(()) };
+    let first_readings = Readings {
+        observed: first_sample.observations(),
+        runtime_health: Ok(()),
+        pressures: Vec::new(),
+    };
     let first = node_status::status(&facts, &machine, &first_readings, None, now());
     let (node_tx, node_rx) = watch::channel(Arc::new(node_status::node(&facts, &machine, first)));
     if let Some(client) = client {
@@ -431,6 +437,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             machine,
             readings,
             pleg: pleg_health.clone(),
+            pressures: pressures_rx.clone(),
             update_frequency: config.node_status_update_frequency,
             report_frequency: config.node_status_report_frequency,
             node: node_tx,

@@ -28,8 +28,9 @@
 //!   the work happens.
 //! - [`stats`]: resource usage of the node, its pods and containers (the summary API).
 //! - [`node_status`]: the Node object: registration and status.
-//! - [`eviction`]: eviction signals and the hard thresholds that decide the pressure
-//!   conditions and the reservation out of allocatable.
+//! - [`eviction`]: eviction signals, the hard and soft thresholds, and the eviction manager
+//!   whose rounds decide the pressure conditions and evict pods; the hard thresholds' reservation
+//!   out of allocatable.
 //! - [`nodelease`]: the node's heartbeat Lease.
 //! - [`cm`]: pod cgroups; node allocatable (`systemReserved`, `kubeReserved`).
 //! - [`events`]: the local event list.

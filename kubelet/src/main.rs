@@ -100,6 +100,24 @@ struct Args {
     /// memory.available<100Mi,nodefs.available<10% (0% or 100%: the signal is off).
     #[arg(long, value_parser = kubelet::eviction::statements)]
     eviction_hard: Option<std::collections::BTreeMap<String, String>>,
+    /// Soft eviction thresholds, replacing evictionSoft, in --eviction-hard's form; each needs
+    /// a grace period.
+    #[arg(long, value_parser = kubelet::eviction::statements)]
+    eviction_soft: Option<std::collections::BTreeMap<String, String>>,
+    /// How long each soft threshold must be met before pods are evicted, replacing
+    /// evictionSoftGracePeriod, e.g. memory.available=1m30s.
+    #[arg(long, value_parser = key_values)]
+    eviction_soft_grace_period: Option<std::collections::BTreeMap<String, String>>,
+    /// How much more than its threshold must be free before a pressure is over, replacing
+    /// evictionMinimumReclaim, e.g. memory.available=0Mi,nodefs.available=500Mi.
+    #[arg(long, value_parser = key_values)]
+    eviction_minimum_reclaim: Option<std::collections::BTreeMap<String, String>>,
+    /// How long a pressure condition stays after its thresholds were last met (default 5m0s).
+    #[arg(long)]
+    eviction_pressure_transition_period: Option<kubelet::config::duration::GoDuration>,
+    /// The longest grace period, in seconds, a soft eviction gives a pod (negative: as 0).
+    #[arg(long, allow_hyphen_values = true)]
+    eviction_max_pod_grace_period: Option<i32>,
     /// Resources kept for the system's daemons, replacing systemReserved, e.g.
     /// cpu=500m,memory=1Gi,ephemeral-storage=1Gi,pid=1000.
     #[arg(long, value_parser = key_values)]
@@ -233,6 +251,32 @@ async fn main() -> anyhow::Result<()> {
     if let Some(hard) = &args.eviction_hard {
         config.eviction_hard = kubelet::eviction::Thresholds::parse(hard, false)
             .map_err(|(signal, e)| anyhow::anyhow!("--eviction-hard: {signal}: {e}"))?;
+    }
+    if let Some(soft) = &args.eviction_soft {
+        config.eviction_soft.values = kubelet::eviction::Thresholds::parse(soft, false)
+            .map_err(|(signal, e)| anyhow::anyhow!("--eviction-soft: {signal}: {e}"))?;
+    }
+    if let Some(periods) = &args.eviction_soft_grace_period {
+        config.eviction_soft.grace_periods =
+            kubelet::eviction::config::parse_grace_periods(periods).map_err(|(signal, e)| {
+                anyhow::anyhow!("--eviction-soft-grace-period: {signal}: {e}")
+            })?;
+    }
+    if let Some(reclaims) = &args.eviction_minimum_reclaim {
+        config.eviction_minimum_reclaim = kubelet::eviction::config::parse_minimum_reclaims(
+            reclaims,
+        )
+        .map_err(|(signal, e)| anyhow::anyhow!("--eviction-minimum-reclaim: {signal}: {e}"))?;
+    }
+    if let Some(d) = args.eviction_pressure_transition_period {
+        config.eviction_pressure_transition_period = if d.0.is_zero() {
+            kubelet::eviction::config::DEFAULT_PRESSURE_TRANSITION_PERIOD
+        } else {
+            d.0
+        };
+    }
+    if let Some(s) = args.eviction_max_pod_grace_period {
+        config.eviction_max_pod_grace_period = s;
     }
     for (flag, map, target) in [
         ("--system-reserved", &args.system_reserved, &mut config.system_reserved),

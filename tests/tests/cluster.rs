@@ -234,9 +234,11 @@ async fn eviction_thresholds_decide_disk_pressure_on_the_image_filesystem_and_al
     let flags = ["--eviction-hard=imagefs.available<99.99%,memory.available<64Mi"];
     let cluster = JoinedNode::start_with_kubelet_flags(NODE, &flags).await.unwrap();
     let nodes: Api<Node> = Api::all(cluster.api.admin_client().await.unwrap());
-    let node = eventually("node registered", WAIT, POLL, || async {
+    // The node registers without pressure, as upstream's, and shows DiskPressure once the
+    // eviction manager's first round has found it.
+    let node = eventually("DiskPressure", WAIT, POLL, || async {
         let n = nodes.get_opt(NODE).await.ok()??;
-        condition(&n, "DiskPressure").is_some().then_some(n)
+        (condition(&n, "DiskPressure").as_deref() == Some("True")).then_some(n)
     })
     .await
     .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));

@@ -2,7 +2,7 @@
 //! filesystem meets: 99.99 % free), the node reports `DiskPressure`, the kubelet first removes
 //! dead containers and unused images, and then evicts the BestEffort pod before the pod
 //! within its ephemeral-storage request — phase `Failed`, reason `Evicted`, upstream's message
-//! — with a Warning `Evicted` event.
+//! and a `DisruptionTarget` condition — with a Warning `Evicted` event.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -103,11 +103,19 @@ async fn under_disk_pressure_dead_containers_and_unused_images_go_first_then_the
     // One pod per round: the pod within its request still runs.
     assert_eq!(phase(&pods, "within-request").await.as_deref(), Some("Running"));
     assert_eq!(evicted.reason.as_deref(), Some("Evicted"));
-    let message = evicted.message.unwrap_or_default();
+    let message = evicted.message.clone().unwrap_or_default();
     assert!(
         message
             .starts_with("The node was low on resource: ephemeral-storage. Threshold quantity: "),
         "{message}"
+    );
+    // Upstream's DisruptionTarget condition, with the same message.
+    let conditions = evicted.conditions.clone().unwrap_or_default();
+    let disruption = conditions.iter().find(|c| c.type_ == "DisruptionTarget");
+    assert_eq!(
+        disruption.map(|c| (c.status.as_str(), c.reason.as_deref(), c.message.as_deref())),
+        Some(("True", Some("TerminationByKubelet"), Some(message.as_str()))),
+        "{conditions:?}"
     );
     // Reclaimed first: the dead container, and the images no container uses.
     let exited = containers(cri.clone())
@@ -132,5 +140,64 @@ async fn under_disk_pressure_dead_containers_and_unused_images_go_first_then_the
     .await
     .unwrap();
     assert_eq!(event.type_.as_deref(), Some("Warning"));
+    cluster.stop().await.unwrap();
+}
+
+/// A soft threshold: the node shows `DiskPressure` at once, but the pod goes only once the
+/// threshold has been met for its grace period, and then within `evictionMaxPodGracePeriod`
+/// (2 s) rather than its own 30 s (its shell, PID 1, ignores SIGTERM, so only the kill ends it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soft_threshold_evicts_after_its_grace_period_within_the_capped_pod_grace() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    const SOFT_NODE: &str = "node-evict-soft";
+    const GRACE: Duration = Duration::from_secs(15);
+    let mut cluster = JoinedNode::start(SOFT_NODE).await.unwrap();
+    let client = cluster.api.admin_client().await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let mut p = pod("soft-victim", "Always", "echo started; sleep 3600", serde_json::json!({}));
+    p.spec.as_mut().unwrap().node_name = Some(SOFT_NODE.into());
+    pods.create(&PostParams::default(), &p).await.unwrap();
+    eventually("soft-victim Running", WAIT, POLL, || async {
+        (phase(&pods, "soft-victim").await.as_deref() == Some("Running")).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+
+    cluster.kubelet.stop();
+    let started = std::time::Instant::now();
+    cluster
+        .kubelet
+        .restart_with(&[
+            "--eviction-soft=nodefs.available<99.99%",
+            "--eviction-soft-grace-period=nodefs.available=15s",
+            "--eviction-max-pod-grace-period=2",
+        ])
+        .unwrap();
+    let nodes: Api<Node> = Api::all(client.clone());
+    eventually("DiskPressure", WAIT, POLL, || async {
+        let conditions = nodes.get(SOFT_NODE).await.ok()?.status?.conditions?;
+        conditions.iter().any(|c| c.type_ == "DiskPressure" && c.status == "True").then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    assert_eq!(
+        phase(&pods, "soft-victim").await.as_deref(),
+        Some("Running"),
+        "the condition shows before the grace period is served"
+    );
+    let evicted = eventually("soft-victim evicted", WAIT * 2, POLL, || async {
+        let s = pods.get("soft-victim").await.ok()?.status?;
+        (s.phase.as_deref() == Some("Failed")).then_some(s)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    let took = started.elapsed();
+    assert_eq!(evicted.reason.as_deref(), Some("Evicted"));
+    assert!(took >= GRACE, "evicted {took:?} after the restart, before the 15 s grace period");
+    // First seen within a round or two (10 s each) of the start, evicted at the first round
+    // after 15 s, killed 2 s later: well under the pod's own 30 s on top.
+    assert!(took < GRACE + Duration::from_secs(30), "took {took:?}: the pod's grace not capped?");
     cluster.stop().await.unwrap();
 }

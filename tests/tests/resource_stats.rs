@@ -114,6 +114,8 @@ async fn summary_and_resource_metrics_carry_every_running_container_through_node
     for p in summary["pods"].as_array().unwrap() {
         assert!(number(&p["memory"]["workingSetBytes"]) > 0, "the pod's own memory: {p}");
         assert!(p["startTime"].is_string() && p["podRef"]["uid"].is_string(), "{p}");
+        // The runtime's process count for the pod, which PID pressure ranks pods by.
+        assert!(number(&p["process_stats"]["process_count"]) > 0, "{p}");
         for c in p["containers"].as_array().unwrap() {
             assert!(c["logs"]["usedBytes"].is_u64(), "{c}");
             assert!(c["rootfs"]["capacityBytes"].is_u64(), "{c}");

@@ -14,7 +14,11 @@ use serde::Deserialize;
 use super::duration::GoDuration;
 use crate::cm::allocatable::{NodeAllocatable, ReservationError, Reserved};
 use crate::cm::node_config::{NodeConfig, NodeConfigError, NodeConfigInput};
-use crate::eviction::{ThresholdError, Thresholds};
+use crate::eviction::config::{
+    DEFAULT_PRESSURE_TRANSITION_PERIOD, EvictionConfig, SoftThresholds, parse_grace_periods,
+    parse_minimum_reclaims,
+};
+use crate::eviction::{Signal, ThresholdError, ThresholdValue, Thresholds};
 use crate::logs::{LogRotatePolicy, MaxSizeError};
 use crate::runtime::images::gc::ImageGcPolicy;
 
@@ -23,9 +27,6 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "clusterDNS",
     "clusterDomain",
     "resolvConf",
-    "evictionSoft",
-    "evictionSoftGracePeriod",
-    "evictionPressureTransitionPeriod",
     "serializeImagePulls",
     "maxParallelImagePulls",
     "registryPullQPS",
@@ -108,6 +109,13 @@ pub struct KubeletConfigFile {
     /// `evictionHard` as written: signal → threshold.
     pub eviction_hard: Option<BTreeMap<String, String>>,
     pub merge_default_eviction_settings: Option<bool>,
+    /// `evictionSoft` (signal → threshold), `evictionSoftGracePeriod` (signal → duration),
+    /// `evictionMinimumReclaim` (signal → amount) as written.
+    pub eviction_soft: Option<BTreeMap<String, String>>,
+    pub eviction_soft_grace_period: Option<BTreeMap<String, String>>,
+    pub eviction_minimum_reclaim: Option<BTreeMap<String, String>>,
+    pub eviction_pressure_transition_period: Option<GoDuration>,
+    pub eviction_max_pod_grace_period: Option<i32>,
     /// `systemReserved` and `kubeReserved` as written: resource → quantity.
     pub system_reserved: Option<BTreeMap<String, String>>,
     pub kube_reserved: Option<BTreeMap<String, String>>,
@@ -289,6 +297,15 @@ pub struct KubeletConfig {
     /// The hard eviction thresholds (`evictionHard`, `mergeDefaultEvictionSettings`;
     /// upstream's defaults when unset).
     pub eviction_hard: Thresholds,
+    /// The soft thresholds and their grace periods (`evictionSoft`, `evictionSoftGracePeriod`,
+    /// `--eviction-soft`, `--eviction-soft-grace-period`), each signal's minimum reclaim
+    /// (`evictionMinimumReclaim`, `--eviction-minimum-reclaim`), how long a pressure condition
+    /// outlasts its thresholds (`evictionPressureTransitionPeriod`; 0: upstream's 5m) and the
+    /// longest grace a soft eviction gives a pod, in seconds (`evictionMaxPodGracePeriod`).
+    pub eviction_soft: SoftThresholds,
+    pub eviction_minimum_reclaim: BTreeMap<Signal, ThresholdValue>,
+    pub eviction_pressure_transition_period: Duration,
+    pub eviction_max_pod_grace_period: i32,
     /// What the system's and Kubernetes' daemons keep of the node (`systemReserved`,
     /// `kubeReserved`, `--system-reserved`, `--kube-reserved`).
     pub system_reserved: Reserved,
@@ -357,6 +374,10 @@ impl Default for KubeletConfig {
             authorization_cache_unauthorized_ttl: Duration::from_secs(30),
             streaming_connection_idle_timeout: Duration::from_secs(4 * 60 * 60),
             eviction_hard: Thresholds::default(),
+            eviction_soft: SoftThresholds::default(),
+            eviction_minimum_reclaim: BTreeMap::new(),
+            eviction_pressure_transition_period: DEFAULT_PRESSURE_TRANSITION_PERIOD,
+            eviction_max_pod_grace_period: 0,
             system_reserved: Reserved::default(),
             kube_reserved: Reserved::default(),
             enforce_node_allocatable: None,
@@ -387,8 +408,10 @@ pub enum ConfigError {
     CgroupDriver { path: PathBuf, driver: String },
     #[error("kubelet config: {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
-    #[error("kubelet config {path}: evictionHard[{signal}]: {source}")]
-    EvictionHard { path: PathBuf, signal: String, source: ThresholdError },
+    #[error("kubelet config {path}: {field}[{signal}]: {source}")]
+    Eviction { path: PathBuf, field: &'static str, signal: String, source: ThresholdError },
+    #[error("kubelet config: evictionSoft[{signal}]: {source}")]
+    EvictionSoft { signal: Signal, source: ThresholdError },
     #[error("kubelet config {path}: containerLogMaxSize: {source}")]
     LogMaxSize { path: PathBuf, source: MaxSizeError },
     #[error("kubelet config {path}: {field}[{key}]: {source}")]
@@ -412,11 +435,18 @@ impl KubeletConfigFile {
         if let Some(driver) = file.cgroup_driver.as_ref().filter(|d| *d != "cgroupfs") {
             return Err(ConfigError::CgroupDriver { path: path.into(), driver: driver.clone() });
         }
-        file.eviction_hard().map_err(|(signal, source)| ConfigError::EvictionHard {
-            path: path.into(),
-            signal,
-            source,
-        })?;
+        let eviction = |field| {
+            move |(signal, source)| ConfigError::Eviction {
+                path: path.into(),
+                field,
+                signal,
+                source,
+            }
+        };
+        file.eviction_hard().map_err(eviction("evictionHard"))?;
+        file.eviction_soft().map_err(eviction("evictionSoft"))?;
+        file.eviction_soft_grace_period().map_err(eviction("evictionSoftGracePeriod"))?;
+        file.eviction_minimum_reclaim().map_err(eviction("evictionMinimumReclaim"))?;
         for (field, map) in
             [("systemReserved", &file.system_reserved), ("kubeReserved", &file.kube_reserved)]
         {
@@ -461,11 +491,43 @@ impl KubeletConfigFile {
         self.eviction_hard.as_ref().map(|hard| Thresholds::parse(hard, merge)).transpose()
     }
 
+    fn eviction_soft(&self) -> Result<Option<Thresholds>, (String, ThresholdError)> {
+        self.eviction_soft.as_ref().map(|soft| Thresholds::parse(soft, false)).transpose()
+    }
+
+    fn eviction_soft_grace_period(
+        &self,
+    ) -> Result<Option<BTreeMap<Signal, Duration>>, (String, ThresholdError)> {
+        self.eviction_soft_grace_period.as_ref().map(parse_grace_periods).transpose()
+    }
+
+    fn eviction_minimum_reclaim(
+        &self,
+    ) -> Result<Option<BTreeMap<Signal, ThresholdValue>>, (String, ThresholdError)> {
+        self.eviction_minimum_reclaim.as_ref().map(parse_minimum_reclaims).transpose()
+    }
+
     /// Lays the file over the defaults.
     pub fn apply(&self, c: &mut KubeletConfig) {
-        // `parse` refused a file whose thresholds do not parse.
+        // `parse` refused a file whose thresholds, grace periods or reclaims do not parse.
         if let Ok(Some(hard)) = self.eviction_hard() {
             c.eviction_hard = hard;
+        }
+        if let Ok(Some(soft)) = self.eviction_soft() {
+            c.eviction_soft.values = soft;
+        }
+        if let Ok(Some(periods)) = self.eviction_soft_grace_period() {
+            c.eviction_soft.grace_periods = periods;
+        }
+        if let Ok(Some(reclaims)) = self.eviction_minimum_reclaim() {
+            c.eviction_minimum_reclaim = reclaims;
+        }
+        if let Some(d) = self.eviction_pressure_transition_period {
+            c.eviction_pressure_transition_period =
+                if d.0.is_zero() { DEFAULT_PRESSURE_TRANSITION_PERIOD } else { d.0 };
+        }
+        if let Some(s) = self.eviction_max_pod_grace_period {
+            c.eviction_max_pod_grace_period = s;
         }
         // `parse` refused a file whose reservations do not parse.
         for (map, target) in [
@@ -610,6 +672,20 @@ impl KubeletConfig {
         })
     }
 
+    /// Every threshold the eviction manager watches and how it acts on them; refused when a
+    /// soft threshold has no grace period.
+    pub fn eviction(&self) -> Result<EvictionConfig, ConfigError> {
+        let mut c = EvictionConfig::new(
+            &self.eviction_hard,
+            &self.eviction_soft,
+            &self.eviction_minimum_reclaim,
+        )
+        .map_err(|(signal, source)| ConfigError::EvictionSoft { signal, source })?;
+        c.pressure_transition_period = self.eviction_pressure_transition_period;
+        c.max_pod_grace_period_seconds = i64::from(self.eviction_max_pod_grace_period);
+        Ok(c)
+    }
+
     /// Whether anyone can authenticate to the kubelet API without a token: a client CA names
     /// callers, or anonymous callers are served.
     pub fn api_callers_possible(&self) -> bool {
@@ -677,6 +753,7 @@ impl KubeletConfig {
         if let Err((field, reason)) = self.image_gc.validate() {
             return invalid(field, &reason);
         }
+        self.eviction()?;
         let restart_max = self.restart_backoff_max;
         if !(Duration::from_secs(1)..=crate::runtime::backoff::RESTART_MAX).contains(&restart_max) {
             let reason = format!(

@@ -1,36 +1,44 @@
 //! The eviction manager, as upstream's `managerImpl.synchronize`: every 10 s the node's signals
-//! are observed against the hard thresholds; when one is met,
+//! are observed against the thresholds ([`super::config`]), and [`super::state`] decides
+//! which pressure conditions hold and which thresholds are acted on (hard ones at once, soft
+//! ones once met for their grace period, either until its minimum reclaim is freed). For the
+//! first of those, a Warning `EvictionThresholdMet` (`Attempting to reclaim <resource>`) on the
+//! node, then
 //! 1. under disk pressure, node-level resources are reclaimed first — every dead container
 //!    (with its logs), and on the image filesystem (or a shared one) every unused image — and
-//!    if that relieves the pressure, nothing more happens;
-//! 2. otherwise the active pods are ranked ([`super::rank`]) by their use of the resource under
-//!    pressure, from the stats summary, and the first that is not critical is evicted: its
-//!    worker stops it within 1 s (upstream's grace for hard evictions) and fails it with reason
-//!    `Evicted` and upstream's message, a Warning `Evicted` event, and
+//!    if then no threshold is met even with its minimum reclaim, nothing more happens;
+//! 2. otherwise the active pods (not finished, no deletion requested) are ranked
+//!    ([`super::rank`]) by their use of the resource under pressure, from the stats summary,
+//!    and the first that is not critical is evicted: its worker stops it within 1 s
+//!    (upstream's grace for hard evictions; a soft one gives the pod's own grace period, at
+//!    most `evictionMaxPodGracePeriod`) and fails it with reason `Evicted`, upstream's message
+//!    and a `DisruptionTarget` condition, a Warning `Evicted` event, and
 //!    `kubelet_evictions{eviction_signal}`. One pod per round, as upstream.
 //!
-//! The pressure conditions met are published for admission ([`crate::lifecycle::eviction`]).
-//! Memory pressure is acted on before the others; pods are never evicted for a signal the node
-//! does not observe. Soft thresholds (`evictionSoft`, `evictionSoftGracePeriod`,
-//! `evictionMaxPodGracePeriod`), `evictionMinimumReclaim` and the pressure transition period
-//! are not implemented yet: the config still logs them as accepted and not implemented.
+//! The pressure conditions are published for admission ([`crate::lifecycle::eviction`]) and
+//! the node status, both from this one verdict (upstream's `IsUnderMemoryPressure` and
+//! friends). Memory pressure is acted on before the others; pods are never evicted for a
+//! signal the node does not observe.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Pod;
 use proto::{CriClient, cri};
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::config::{EvictionConfig, Threshold};
 use super::rank::{self, Candidate};
-use super::{Observation, Pressure, Signal, Thresholds};
+use super::state::State;
+use super::{Observation, Observations, Pressure, Signal};
 use crate::config::mux::SourcesReady;
 use crate::events::{ObjectRef, Recorder};
-use crate::lifecycle::eviction::{REASON, is_critical};
+use crate::lifecycle::eviction::{DISRUPTION_REASON, REASON, is_critical};
 use crate::metrics::KubeletMetrics;
 use crate::node_status::machine::ReadingSource;
 use crate::runtime::images::gc::ImageGcManager;
@@ -43,6 +51,8 @@ use crate::status::{PodFailure, StatusManager};
 pub const MONITORING_INTERVAL: Duration = Duration::from_secs(10);
 /// The grace a hard eviction gives the pod (upstream's `immediateEvictionGracePeriodSeconds`).
 pub const HARD_EVICTION_GRACE: Duration = Duration::from_secs(1);
+/// The pod's grace period when its spec leaves it out (the API's default).
+const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
 /// How deep a pod's volumes are walked to measure them.
 const VOLUME_DEPTH: usize = 64;
 
@@ -71,6 +81,36 @@ pub enum Round {
 /// order (upstream's `byEvictionPriority`).
 pub fn signal_to_act_on(met: &[Signal]) -> Option<Signal> {
     Signal::ALL.into_iter().find(|s| met.contains(s))
+}
+
+/// The threshold acted on, of those whose grace periods are served: its signal first by
+/// [`signal_to_act_on`], a hard one before a soft one on the same signal.
+pub fn threshold_to_act_on(thresholds: &[Threshold], act_on: &[usize]) -> Option<Threshold> {
+    let chosen: Vec<Threshold> =
+        act_on.iter().filter_map(|&i| thresholds.get(i).copied()).collect();
+    let signal = signal_to_act_on(&chosen.iter().map(|t| t.signal).collect::<Vec<_>>())?;
+    let on_signal = chosen.iter().filter(|t| t.signal == signal);
+    on_signal.min_by_key(|t| t.grace).copied()
+}
+
+/// Whether reclaiming relieved the node: no threshold met even with its minimum reclaim
+/// enforced (upstream's check in `reclaimNodeLevelResources`: every threshold, grace periods
+/// aside).
+pub fn relieved(thresholds: &[Threshold], observed: &Observations) -> bool {
+    !thresholds.iter().any(|t| t.met(observed, true))
+}
+
+/// The grace a soft eviction gives `pod`: its `terminationGracePeriodSeconds`, at most
+/// `evictionMaxPodGracePeriod` (negative counts as 0), and never under 1 s, as upstream's
+/// eviction manager and pod workers together.
+pub fn soft_eviction_grace(pod: &Pod, max_pod_grace_period_seconds: i64) -> Duration {
+    let max = max_pod_grace_period_seconds.max(0);
+    let own = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+        .unwrap_or(DEFAULT_TERMINATION_GRACE_SECONDS);
+    Duration::from_secs(u64::try_from(own.min(max)).unwrap_or(0).max(1))
 }
 
 /// The resource a signal is short of, as upstream's `signalToResource`.
@@ -143,7 +183,10 @@ pub fn message(
 /// Evicts pods under node pressure.
 #[derive(Debug)]
 pub struct EvictionManager {
-    pub thresholds: Thresholds,
+    /// The thresholds, transition period and soft evictions' grace.
+    pub config: EvictionConfig,
+    /// What the rounds remember (when thresholds were first met, pressures last seen).
+    pub state: Mutex<State>,
     pub readings: ReadingSource,
     pub stats: Arc<StatsProvider>,
     pub statuses: Arc<StatusManager>,
@@ -153,9 +196,11 @@ pub struct EvictionManager {
     pub root_dir: PathBuf,
     pub evictions: mpsc::Sender<Eviction>,
     pub recorder: Recorder,
+    /// The node's name, for the node's `EvictionThresholdMet` events.
+    pub node: String,
     pub metrics: Arc<KubeletMetrics>,
-    /// The pressure conditions met at the last round, for admission (upstream's
-    /// `nodeConditions`).
+    /// The pressure conditions at the last round, for admission and the node status
+    /// (upstream's `nodeConditions`).
     pub pressures: watch::Sender<Vec<Pressure>>,
     /// The first round waits until the sources' first pods are handled, so the pods a
     /// restarted kubelet finds are admitted again before pressure turns pods away.
@@ -185,28 +230,41 @@ impl EvictionManager {
         }
     }
 
-    /// One round.
+    /// One round, now.
     pub async fn synchronize(&self) -> Round {
+        self.synchronize_at(Instant::now()).await
+    }
+
+    /// One round at `now` (tests step the clock through grace and transition periods).
+    pub async fn synchronize_at(&self, now: Instant) -> Round {
         let observed = self.readings.sample().observations();
-        let met = self.thresholds.met(&observed);
-        let mut pressures: Vec<Pressure> = met.iter().map(|s| s.pressure()).collect();
-        pressures.sort();
-        pressures.dedup();
-        self.pressures.send_replace(pressures);
-        let Some(signal) = signal_to_act_on(&met) else {
+        let thresholds = &self.config.thresholds;
+        let verdict = {
+            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.observe(thresholds, &observed, self.config.pressure_transition_period, now)
+        };
+        self.pressures.send_replace(verdict.pressures);
+        let Some(threshold) = threshold_to_act_on(thresholds, &verdict.act_on) else {
             return Round::Calm;
         };
+        let signal = threshold.signal;
+        self.recorder.warning(
+            &ObjectRef::Node(self.node.clone()),
+            "EvictionThresholdMet",
+            format!("Attempting to reclaim {}", resource(signal)),
+        );
         let mut observed = observed;
         if signal.pressure() == Pressure::Disk {
             self.reclaim(signal).await;
             observed = self.readings.sample().observations();
-            if !self.thresholds.met(&observed).contains(&signal) {
+            if relieved(&self.config.thresholds, &observed) {
                 return Round::Reclaimed(signal);
             }
         }
-        let (Some(value), Some(now)) = (self.thresholds.get(signal), observed.get(signal)) else {
+        let Some(now) = observed.get(signal) else {
             return Round::Calm;
         };
+        let value = threshold.value;
         let summary = match self.stats.summary(false).await {
             Ok(s) => s,
             Err(e) => {
@@ -242,8 +300,17 @@ impl EvictionManager {
             let text = message(signal, value.amount(now.capacity), now, &c.pod, &containers);
             self.recorder.warning(&ObjectRef::pod(&c.pod), REASON, text.clone());
             self.metrics.evictions.with(&[signal.as_str()]).inc();
-            let failure = PodFailure { reason: REASON.into(), message: text };
-            let eviction = Eviction { uid: uid.clone(), failure, grace: HARD_EVICTION_GRACE };
+            let failure = PodFailure {
+                reason: REASON.into(),
+                message: text,
+                disruption: Some(DISRUPTION_REASON.into()),
+            };
+            let grace = if threshold.is_hard() {
+                HARD_EVICTION_GRACE
+            } else {
+                soft_eviction_grace(&c.pod, self.config.max_pod_grace_period_seconds)
+            };
+            let eviction = Eviction { uid: uid.clone(), failure, grace };
             if self.evictions.send(eviction).await.is_err() {
                 return Round::NothingToEvict(signal); // the kubelet is stopping
             }
@@ -259,7 +326,10 @@ impl EvictionManager {
             .into_iter()
             .filter(|p| {
                 let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                // Upstream's `filterOutInactivePods`: a pod whose termination was requested
+                // is on its way out already.
                 !matches!(phase, Some("Succeeded" | "Failed"))
+                    && p.metadata.deletion_timestamp.is_none()
             })
             .map(Arc::new)
             .collect()
@@ -330,7 +400,8 @@ impl EvictionManager {
         removed
     }
 
-    /// Each pod's use of what `signal` measures: memory's working set; on the node filesystem
+    /// Each pod's use of what `signal` measures: memory's working set; PIDs its process count
+    /// (the summary's `process_stats`, as upstream's `rankPIDPressure`); on the node filesystem
     /// its logs and volumes (and writable layers when the image filesystem is the same); on the
     /// image filesystem its writable layers; bytes or inodes as the signal counts.
     fn usage(&self, signal: Signal, summary: &Summary) -> HashMap<String, PodUse> {
@@ -349,6 +420,10 @@ impl EvictionManager {
             .iter()
             .map(|p: &PodStats| {
                 let mut u = PodUse::default();
+                if signal == Signal::PidAvailable {
+                    u.total = p.process_stats.as_ref().and_then(|s| s.process_count).unwrap_or(0);
+                    return (p.pod_ref.uid.clone(), u);
+                }
                 for c in &p.containers {
                     let used = if signal == Signal::MemoryAvailable {
                         c.memory.as_ref().and_then(|m| m.working_set_bytes).unwrap_or(0)

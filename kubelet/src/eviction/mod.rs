@@ -2,13 +2,25 @@
 //! watched by, the hard thresholds (`evictionHard`: upstream's defaults when unset, merged with
 //! them under `mergeDefaultEvictionSettings`) and which of them an [`Observations`] meets.
 //!
-//! What they decide: the node's pressure conditions (`MemoryPressure`, `DiskPressure`,
-//! `PIDPressure`), the hard-eviction reservation taken out of allocatable memory and
-//! ephemeral storage, and the [`manager`]'s reclaiming and evicting under pressure, pods
-//! ranked by [`rank`].
+//! - [`config`]: every threshold the manager watches (upstream's `ParseThresholdConfig`): the
+//!   hard ones, the soft ones (`evictionSoft`) with their grace periods
+//!   (`evictionSoftGracePeriod`), each with its `evictionMinimumReclaim`, and
+//!   `evictionPressureTransitionPeriod` and `evictionMaxPodGracePeriod`.
+//! - [`state`]: what the manager remembers from round to round, pure: when each threshold was
+//!   first met (soft ones act after their grace period), which stay met until their minimum
+//!   reclaim is freed, and when each pressure was last seen (conditions stay for the
+//!   transition period).
+//! - [`manager`]: the rounds: the node's pressure conditions (`MemoryPressure`,
+//!   `DiskPressure`, `PIDPressure`) for the node status and admission, reclaiming node-level
+//!   resources, and evicting pods ranked by [`rank`].
+//!
+//! The hard thresholds also decide the reservation taken out of allocatable memory and
+//! ephemeral storage.
 
+pub mod config;
 pub mod manager;
 pub mod rank;
+pub mod state;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -136,6 +148,16 @@ pub enum ThresholdError {
     PercentAbove100 { signal: Signal, value: String },
     #[error("eviction threshold {signal} must be positive: {value}")]
     NotPositive { signal: Signal, value: String },
+    #[error("grace period must be specified for the soft eviction threshold {0}")]
+    NoGracePeriod(Signal),
+    #[error("{0}")]
+    GracePeriodSyntax(api::duration::DurationError),
+    #[error("invalid eviction grace period specified: {0}, must be a positive value")]
+    NegativeGracePeriod(String),
+    #[error("eviction percentage minimum reclaim {signal} must be positive: {value}")]
+    MinReclaimPercentNotPositive { signal: Signal, value: String },
+    #[error("negative eviction minimum reclaim specified for {0}")]
+    NegativeMinReclaim(Signal),
 }
 
 /// The hard thresholds, one per signal at most.
@@ -190,6 +212,11 @@ impl Thresholds {
         self.hard.get(&signal).copied()
     }
 
+    /// Each signal's threshold, in [`Signal::ALL`]'s order.
+    pub fn iter(&self) -> impl Iterator<Item = (Signal, ThresholdValue)> + '_ {
+        self.hard.iter().map(|(s, v)| (*s, *v))
+    }
+
     /// What the hard thresholds hold back from pods: `memory.available` of the memory
     /// capacity and `nodefs.available` of the ephemeral storage (upstream's
     /// `hardEvictionReservation`).
@@ -233,14 +260,19 @@ pub fn statements(flag: &str) -> Result<BTreeMap<String, String>, String> {
     Ok(map)
 }
 
-fn parse_one(name: &str, value: &str) -> Result<Option<(Signal, ThresholdValue)>, ThresholdError> {
-    let Some(signal) = Signal::ALL.into_iter().find(|s| s.as_str() == name) else {
-        return Err(if NOT_OBSERVED.contains(&name) {
+/// The signal `name` spells, or why none (upstream's `validSignal`).
+pub fn signal_named(name: &str) -> Result<Signal, ThresholdError> {
+    Signal::ALL.into_iter().find(|s| s.as_str() == name).ok_or_else(|| {
+        if NOT_OBSERVED.contains(&name) {
             ThresholdError::NotObserved(name.into())
         } else {
             ThresholdError::Unsupported(name.into())
-        });
-    };
+        }
+    })
+}
+
+fn parse_one(name: &str, value: &str) -> Result<Option<(Signal, ThresholdValue)>, ThresholdError> {
+    let signal = signal_named(name)?;
     let syntax = || ThresholdError::Syntax { value: value.into() };
     if let Some(percent) = value.strip_suffix('%') {
         if value == "0%" || value == "100%" {

@@ -19,6 +19,9 @@ use crate::status::manager::source_of;
 
 /// The status reason of a pod the node turned away or evicted.
 pub const REASON: &str = "Evicted";
+/// The `DisruptionTarget` condition's reason on a pod the eviction manager evicts (upstream's
+/// `PodReasonTerminationByKubelet`).
+pub const DISRUPTION_REASON: &str = "TerminationByKubelet";
 /// Upstream's `scheduling.SystemCriticalPriority`.
 pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::eviction::{Observation, Observations, Signal};
+use crate::eviction::{Observation, Observations, Pressure, Signal};
 
 /// Facts that do not change while the kubelet runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -28,6 +28,9 @@ pub struct Readings {
     pub observed: Observations,
     /// `Err` with the reason when the runtime (PLEG) is not healthy: the node is not Ready.
     pub runtime_health: Result<(), String>,
+    /// The pressure conditions as the eviction manager's last round found them (upstream's
+    /// `IsUnderMemoryPressure` and friends), the one verdict admission reads too.
+    pub pressures: Vec<Pressure>,
 }
 
 pub(crate) fn read(root: &Path, path: &str) -> String {
@@ -204,7 +207,8 @@ impl ReadingSource {
         }
     }
 
-    pub fn read(&self, runtime_health: Result<(), String>) -> Readings {
-        Readings { observed: self.sample().observations(), runtime_health }
+    /// The readings now, under the eviction manager's `pressures`.
+    pub fn read(&self, runtime_health: Result<(), String>, pressures: Vec<Pressure>) -> Readings {
+        Readings { observed: self.sample().observations(), runtime_health, pressures }
     }
 }

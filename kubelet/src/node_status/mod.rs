@@ -34,8 +34,7 @@ pub struct NodeFacts {
     pub runtime_version: String,
     /// The kubelet API's port (`daemonEndpoints.kubeletEndpoint`), 0 when not served.
     pub kubelet_port: u16,
-    /// How allocatable is made from capacity; its `evictionHard` also decides the pressure
-    /// conditions.
+    /// How allocatable is made from capacity.
     pub allocatable: NodeAllocatable,
 }
 
@@ -118,8 +117,7 @@ pub fn status(
     }
     addresses.push(NodeAddress { type_: "Hostname".into(), address: facts.hostname.clone() });
 
-    let met = a.hard.met(&readings.observed);
-    let under = |p: Pressure| met.iter().any(|s| s.pressure() == p);
+    let under = |p: Pressure| readings.pressures.contains(&p);
     let ready = match &readings.runtime_health {
         Ok(()) => condition("Ready", true, "KubeletReady", "kubelet is posting ready status"),
         Err(reason) => condition("Ready", false, "KubeletNotReady", reason),

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::machine::ReadingSource;
 use super::{MachineInfo, NodeFacts};
+use crate::eviction::Pressure;
 use crate::pleg::PlegHealth;
 
 /// Why a registration or status post failed.
@@ -33,6 +34,8 @@ pub struct NodeStatusReporter {
     pub machine: MachineInfo,
     pub readings: ReadingSource,
     pub pleg: Arc<PlegHealth>,
+    /// The pressure conditions the eviction manager published.
+    pub pressures: watch::Receiver<Vec<Pressure>>,
     pub update_frequency: Duration,
     pub report_frequency: Duration,
     /// The Node as the apiserver last answered it (labels and taints others set included),
@@ -46,7 +49,7 @@ pub fn now() -> Time {
 
 impl NodeStatusReporter {
     fn current(&self, previous: Option<&NodeStatus>) -> NodeStatus {
-        let readings = self.readings.read(self.pleg.check());
+        let readings = self.readings.read(self.pleg.check(), self.pressures.borrow().clone());
         super::status(&self.facts, &self.machine, &readings, previous, now())
     }
 

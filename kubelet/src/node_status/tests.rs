@@ -45,6 +45,7 @@ fn healthy() -> Readings {
             (Signal::PidAvailable, 4 << 20, 4 << 22),
         ]),
         runtime_health: Ok(()),
+        pressures: Vec::new(),
     }
 }
 
@@ -103,6 +104,7 @@ fn pressure_and_an_unhealthy_runtime_show_in_conditions() {
             (Signal::NodeFsAvailable, 5 << 30, 100 << 30),
         ]),
         runtime_health: Err("PLEG is not healthy".into()),
+        pressures: vec![Pressure::Memory, Pressure::Disk],
     };
     let s = status(&facts(), &machine(), &r, None, t(100));
     assert_eq!(cond(&s, "MemoryPressure").status, "True");
@@ -166,7 +168,7 @@ fn machine_facts_and_readings_come_from_the_root_given() {
         kubelet_dir: root.path().into(),
         image_fs_dir: Some(root.path().join("etc")),
     };
-    let r = source.read(Ok(()));
+    let r = source.read(Ok(()), Vec::new());
     let memory = r.observed.get(Signal::MemoryAvailable).unwrap();
     assert_eq!((memory.available, memory.capacity), (4_000_000 * 1024, 8_000_000 * 1024));
     let pids = r.observed.get(Signal::PidAvailable).unwrap();
@@ -182,54 +184,51 @@ fn machine_facts_and_readings_come_from_the_root_given() {
     }
     // The task limit is the smaller of pid_max and threads-max, as upstream's `pidlimit`.
     put("proc/sys/kernel/threads-max", "100000\n");
-    let pids = source.read(Ok(())).observed.get(Signal::PidAvailable).unwrap();
+    let pids = source.read(Ok(()), Vec::new()).observed.get(Signal::PidAvailable).unwrap();
     assert_eq!((pids.available, pids.capacity), (100_000 - 345, 100_000));
-    let without = ReadingSource { image_fs_dir: None, ..source }.read(Ok(()));
+    let without = ReadingSource { image_fs_dir: None, ..source }.read(Ok(()), Vec::new());
     assert_eq!(without.observed.get(Signal::ImageFsAvailable), None, "no imagefs named: unread");
 }
 
 #[test]
-fn each_pressure_follows_its_own_signals_and_thresholds_set_in_the_config() {
-    let tight = |pairs: &[(&str, &str)]| {
-        let written = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        NodeFacts {
-            allocatable: NodeAllocatable {
-                hard: Thresholds::parse(&written, false).unwrap(),
-                ..Default::default()
-            },
-            ..facts()
-        }
-    };
-    let under = |facts: &NodeFacts, r: &Readings| {
-        let s = status(facts, &machine(), r, None, t(100));
+fn each_pressure_condition_is_the_eviction_managers_verdict_not_a_reading_of_its_own() {
+    let under = |r: &Readings| {
+        let s = status(&facts(), &machine(), r, None, t(100));
         ["MemoryPressure", "DiskPressure", "PIDPressure"].map(|c| cond(&s, c).status.clone())
     };
-    // Inodes 50% free against 60%: disk pressure, nothing else.
-    let f = tight(&[("nodefs.inodesFree", "60%")]);
-    assert_eq!(under(&f, &healthy()), ["False", "True", "False"]);
-    // PIDs: 4 Mi free, under 5 Mi.
-    let f = tight(&[("pid.available", "5Mi")]);
-    let s = status(&f, &machine(), &healthy(), None, t(100));
-    assert_eq!(
-        (cond(&s, "PIDPressure").status.as_str(), cond(&s, "PIDPressure").reason.as_deref()),
-        ("True", Some("KubeletHasInsufficientPID"))
-    );
-    // The image filesystem, when read: 10% free, under 15%.
-    let mut r = healthy();
-    r.observed.0.insert(Signal::ImageFsAvailable, Observation { available: 10, capacity: 100 });
-    assert_eq!(under(&facts(), &r), ["False", "True", "False"]);
-    // Thresholds off (kind's 0%): a full disk and no memory are no pressure, and nothing is
-    // held back from allocatable.
-    let f = tight(&[("nodefs.available", "0%"), ("imagefs.available", "0%")]);
+    // No memory and a full disk, but the manager has not said so: no pressure (upstream's
+    // conditions come from the eviction manager alone, as admission's do).
     let full = Readings {
         observed: observe(&[
             (Signal::MemoryAvailable, 0, 4 << 30),
             (Signal::NodeFsAvailable, 0, 100 << 30),
-            (Signal::ImageFsAvailable, 0, 100 << 30),
         ]),
         runtime_health: Ok(()),
+        pressures: Vec::new(),
     };
-    assert_eq!(under(&f, &full), ["False", "False", "False"]);
-    let s = status(&f, &machine(), &full, None, t(100));
+    assert_eq!(under(&full), ["False", "False", "False"]);
+    let pid = Readings { pressures: vec![Pressure::Pid], ..healthy() };
+    assert_eq!(under(&pid), ["False", "False", "True"]);
+    let s = status(&facts(), &machine(), &pid, None, t(100));
+    assert_eq!(cond(&s, "PIDPressure").reason.as_deref(), Some("KubeletHasInsufficientPID"));
+    let disk = Readings { pressures: vec![Pressure::Disk], ..healthy() };
+    assert_eq!(under(&disk), ["False", "True", "False"]);
+}
+
+#[test]
+fn thresholds_turned_off_hold_nothing_back_from_allocatable() {
+    let written =
+        [("nodefs.available", "0%"), ("imagefs.available", "0%"), ("memory.available", "0%")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    let f = NodeFacts {
+        allocatable: NodeAllocatable {
+            hard: Thresholds::parse(&written, false).unwrap(),
+            ..Default::default()
+        },
+        ..facts()
+    };
+    let s = status(&f, &machine(), &healthy(), None, t(100));
     assert_eq!(s.allocatable, s.capacity);
 }

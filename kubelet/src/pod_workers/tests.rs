@@ -147,7 +147,11 @@ async fn the_work_queue_releases_pods_when_due() {
 }
 
 fn evict() -> Work {
-    let failure = PodFailure { reason: "Evicted".into(), message: "low on memory".into() };
+    let failure = PodFailure {
+        reason: "Evicted".into(),
+        message: "low on memory".into(),
+        disruption: Some("TerminationByKubelet".into()),
+    };
     Work::Fail { pod: pod("a"), failure, grace: Duration::from_secs(1) }
 }
 

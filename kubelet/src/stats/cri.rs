@@ -13,7 +13,7 @@ use super::cpu::{CpuUsageCache, Sample};
 use super::logs;
 use super::node;
 use super::summary::{
-    ContainerStats, CpuStats, FsStats, MemoryStats, PodReference, PodStats, Time,
+    ContainerStats, CpuStats, FsStats, MemoryStats, PodReference, PodStats, ProcessStats, Time,
 };
 use crate::node_status::machine::FsReading;
 
@@ -212,6 +212,10 @@ pub fn from_sandbox_stats(
             }
             p.cpu = linux.cpu.as_ref().map(|u| cpu(u, &sandbox.id, ctx));
             p.memory = linux.memory.as_ref().map(|m| memory(m, ctx.now));
+            p.process_stats = linux
+                .process
+                .as_ref()
+                .map(|u| ProcessStats { process_count: u.process_count.as_ref().map(|c| c.value) });
         }
         pods.push(p);
     }

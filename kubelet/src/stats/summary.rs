@@ -113,6 +113,16 @@ pub struct PodStats {
     pub cpu: Option<CpuStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryStats>,
+    /// The pod's processes, as the runtime counts them (CRI `ListPodSandboxStats`).
+    #[serde(rename = "process_stats", default, skip_serializing_if = "Option::is_none")]
+    pub process_stats: Option<ProcessStats>,
+}
+
+/// Upstream's `ProcessStats` (its JSON names are snake case).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessStats {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_count: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

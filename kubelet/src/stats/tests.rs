@@ -58,6 +58,7 @@ impl Rig {
             memory_working_set_bytes: working_set,
             memory_usage_bytes: working_set + 1,
             writable_layer_bytes: 4096,
+            processes: 2,
             ..Default::default()
         };
         assert!(self.fake.runtime().set_usage(id, usage));
@@ -106,6 +107,10 @@ async fn the_summary_carries_the_node_and_every_running_container_with_its_pod()
     assert_eq!(names, ["nginx", "sidecar"], "running containers only");
     assert_eq!(p.cpu.as_ref().unwrap().usage_core_nano_seconds, Some(4_000));
     assert_eq!(p.memory.as_ref().unwrap().working_set_bytes, Some((1 << 20) + (1 << 10)));
+    let processes = p.process_stats.as_ref().and_then(|s| s.process_count);
+    assert_eq!(processes, Some(4), "the runtime's count for the pod (CRI ProcessUsage)");
+    let json = serde_json::to_value(p).unwrap();
+    assert_eq!(json["process_stats"]["process_count"], 4, "upstream's JSON names");
     let c = &p.containers[0];
     assert_eq!(c.memory.as_ref().unwrap().working_set_bytes, Some(1 << 20));
     assert_eq!(c.rootfs.as_ref().unwrap().used_bytes, Some(4096));

@@ -214,7 +214,13 @@ pub fn is_terminal(status: &PodStatus) -> bool {
 pub struct PodFailure {
     pub reason: String,
     pub message: String,
+    /// For a disruption (an eviction: `TerminationByKubelet`), the reason of the
+    /// `DisruptionTarget` condition the pod gets, with the same message, as upstream's.
+    pub disruption: Option<String>,
 }
+
+/// The pod condition upstream sets on a pod the kubelet disrupts.
+pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
 
 /// Everything status generation reads besides the pod and runtime state.
 #[derive(Debug, Clone)]
@@ -347,13 +353,19 @@ pub fn generate(pod: &Pod, sync: SyncView<'_>, node: &NodeView<'_>) -> PodStatus
             Some(format!("containers with incomplete status: {}", go_list(&incomplete))),
         )
     };
-    let conditions = vec![
+    // A disruption's condition first, as upstream copies it ahead of the kubelet's own.
+    let disruption = sync.failure.and_then(|f| {
+        let reason = f.disruption.as_deref()?;
+        Some(condition(DISRUPTION_TARGET, true, Some(reason), Some(f.message.clone())))
+    });
+    let conditions = disruption.into_iter().chain([
         condition("PodReadyToStartContainers", sandbox_ready, None, None),
         initialized_condition,
         ready,
         containers_ready,
         condition("PodScheduled", true, None, None),
-    ];
+    ]);
+    let conditions: Vec<PodCondition> = conditions.collect();
     let init: Vec<ContainerStatus> = init.into_iter().map(|(s, _)| s).collect();
     PodStatus {
         phase: Some(phase.to_string()),

@@ -339,6 +339,7 @@ fn a_failure_of_the_kubelets_own_makes_the_pod_failed_with_its_reason() {
     let failure = PodFailure {
         reason: "DeadlineExceeded".into(),
         message: "Pod was active on the node longer than the specified deadline".into(),
+        disruption: None,
     };
     let none = BTreeMap::new();
     let probes = ProbeResults::default();
@@ -348,4 +349,34 @@ fn a_failure_of_the_kubelets_own_makes_the_pod_failed_with_its_reason() {
     assert_eq!(s.phase.as_deref(), Some("Failed"));
     assert_eq!(s.reason.as_deref(), Some("DeadlineExceeded"));
     assert_eq!(cond(&s, "ContainersReady").reason.as_deref(), Some("PodFailed"));
+    let conditions = s.conditions.as_deref().unwrap_or_default();
+    assert!(conditions.iter().all(|c| c.type_ != "DisruptionTarget"), "not a disruption");
+}
+
+#[test]
+fn an_evicted_pod_gets_the_disruption_target_condition_with_the_eviction_message() {
+    let runtime = rt(vec![info("a", ContainerState::Exited, 137, 0, 10)]);
+    let message =
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. ";
+    let failure = PodFailure {
+        reason: "Evicted".into(),
+        message: message.into(),
+        disruption: Some("TerminationByKubelet".into()),
+    };
+    let none = BTreeMap::new();
+    let probes = ProbeResults::default();
+    let sync =
+        SyncView { runtime: &runtime, waiting: &none, probes: &probes, failure: Some(&failure) };
+    let s = generate(&pod("Always", &[], &["a"]), sync, &NODE);
+    assert_eq!((s.phase.as_deref(), s.reason.as_deref()), (Some("Failed"), Some("Evicted")));
+    let first = &s.conditions.as_deref().unwrap_or_default()[0];
+    assert_eq!(
+        (
+            first.type_.as_str(),
+            first.status.as_str(),
+            first.reason.as_deref(),
+            first.message.as_deref()
+        ),
+        ("DisruptionTarget", "True", Some("TerminationByKubelet"), Some(message))
+    );
 }

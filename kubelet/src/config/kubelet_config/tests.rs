@@ -83,6 +83,61 @@ fn eviction_hard_replaces_or_merges_with_the_defaults_and_bad_thresholds_stop_th
 }
 
 #[test]
+fn soft_thresholds_grace_periods_minimum_reclaims_and_the_transition_period_are_acted_on() {
+    use crate::eviction::config::Threshold;
+    use crate::eviction::{Signal, ThresholdValue};
+    let p = Path::new("/etc/kubernetes/kubelet.yaml");
+    let text = "evictionHard:\n  memory.available: 100Mi\nevictionSoft:\n  memory.available: 1Gi\nevictionSoftGracePeriod:\n  memory.available: 1m30s\nevictionMinimumReclaim:\n  memory.available: 200Mi\nevictionPressureTransitionPeriod: 30s\nevictionMaxPodGracePeriod: 20\n";
+    let file = KubeletConfigFile::parse(p, text).unwrap();
+    assert_eq!(file.notes(), ConfigNotes::default(), "every field acted on, none unknown");
+    let mut c = KubeletConfig { node_name: "node-a".into(), ..KubeletConfig::default() };
+    file.apply(&mut c);
+    c.validate().unwrap();
+    let e = c.eviction().unwrap();
+    assert_eq!(e.pressure_transition_period, Duration::from_secs(30));
+    assert_eq!(e.max_pod_grace_period_seconds, 20);
+    assert_eq!(
+        e.thresholds[1],
+        Threshold {
+            signal: Signal::MemoryAvailable,
+            value: ThresholdValue::Quantity(1 << 30),
+            grace: Duration::from_secs(90),
+            min_reclaim: Some(ThresholdValue::Quantity(200 << 20)),
+        }
+    );
+    // 0s is upstream's default, 5m.
+    let zero = KubeletConfigFile::parse(p, "evictionPressureTransitionPeriod: 0s\n").unwrap();
+    let mut c = KubeletConfig::default();
+    zero.apply(&mut c);
+    assert_eq!(c.eviction_pressure_transition_period, Duration::from_secs(300));
+}
+
+#[test]
+fn a_soft_threshold_without_its_grace_period_or_a_bad_soft_value_stops_the_start() {
+    let p = Path::new("/etc/kubernetes/kubelet.yaml");
+    let file = KubeletConfigFile::parse(p, "evictionSoft:\n  nodefs.available: 15%\n").unwrap();
+    let mut c = KubeletConfig { node_name: "node-a".into(), ..KubeletConfig::default() };
+    file.apply(&mut c);
+    assert_eq!(
+        c.validate().unwrap_err().to_string(),
+        "kubelet config: evictionSoft[nodefs.available]: grace period must be specified for the soft eviction threshold nodefs.available"
+    );
+    let err = |text: &str| KubeletConfigFile::parse(p, text).unwrap_err().to_string();
+    assert_eq!(
+        err("evictionSoft:\n  memory.available: ten percent\n"),
+        "kubelet config /etc/kubernetes/kubelet.yaml: evictionSoft[memory.available]: \"ten percent\" is neither a quantity nor a percentage"
+    );
+    assert_eq!(
+        err("evictionSoftGracePeriod:\n  memory.available: -30s\n"),
+        "kubelet config /etc/kubernetes/kubelet.yaml: evictionSoftGracePeriod[memory.available]: invalid eviction grace period specified: -30s, must be a positive value"
+    );
+    assert_eq!(
+        err("evictionMinimumReclaim:\n  imagefs.available: -1Gi\n"),
+        "kubelet config /etc/kubernetes/kubelet.yaml: evictionMinimumReclaim[imagefs.available]: negative eviction minimum reclaim specified for imagefs.available"
+    );
+}
+
+#[test]
 fn system_and_kube_reserved_are_read_and_bad_entries_stop_the_start() {
     use crate::cm::allocatable::Reservable;
     let p = Path::new("/etc/kubernetes/kubelet.yaml");

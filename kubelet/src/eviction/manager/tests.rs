@@ -8,6 +8,7 @@ use proto::{ClientOptions, CriClient, cri};
 
 use super::*;
 use crate::eviction::ThresholdValue;
+use crate::eviction::config::Threshold;
 use crate::runtime::images::gc::ImageGcPolicy;
 use crate::test_cri::put;
 
@@ -98,10 +99,20 @@ impl Rig {
         crate::test_cri::container(&self.cri, sandbox, name, image, false).await
     }
 
+    /// Sets the memory the node has available, in KiB.
+    fn memory_available(&self, kib: u64) {
+        let text = format!("MemTotal: 4194304 kB\nMemFree: {kib} kB\nMemAvailable: {kib} kB\n");
+        put(&self.dir.path().join("root"), "proc/meminfo", &text);
+    }
+
     fn manager(
         &self,
         thresholds: BTreeMap<Signal, ThresholdValue>,
     ) -> (EvictionManager, mpsc::Receiver<Eviction>) {
+        self.manager_with(EvictionConfig::hard(&crate::eviction::Thresholds::from_map(thresholds)))
+    }
+
+    fn manager_with(&self, config: EvictionConfig) -> (EvictionManager, mpsc::Receiver<Eviction>) {
         let root = self.dir.path().join("root");
         let readings = ReadingSource {
             root: root.clone(),
@@ -124,7 +135,8 @@ impl Rig {
         });
         let (tx, rx) = mpsc::channel(4);
         let manager = EvictionManager {
-            thresholds: Thresholds::from_map(thresholds),
+            config,
+            state: Mutex::default(),
             readings,
             stats,
             statuses: self.statuses.clone(),
@@ -133,6 +145,7 @@ impl Rig {
             root_dir: root,
             evictions: tx,
             recorder: Recorder::default(),
+            node: "node-a".into(),
             metrics: Arc::new(KubeletMetrics::new("node-a")),
             pressures: watch::channel(Vec::new()).0,
             sources_ready: Arc::new(SourcesReady::new(Vec::new())),
@@ -160,15 +173,16 @@ async fn under_memory_pressure_the_best_effort_pod_beyond_its_request_goes_and_c
     let e = evicted.recv().await.unwrap();
     assert_eq!(e.grace, HARD_EVICTION_GRACE);
     assert_eq!(e.failure.reason, "Evicted");
+    assert_eq!(e.failure.disruption.as_deref(), Some("TerminationByKubelet"));
     assert_eq!(
         e.failure.message,
         "The node was low on resource: memory. Threshold quantity: 100Ki, available: 10Ki. Container c was using 2Mi, request is 0, has larger consumption of memory. "
     );
     let events = manager.recorder.list();
-    assert_eq!(
-        events.last().map(|e| (e.reason.as_str(), e.object.as_str())),
-        Some(("Evicted", "pod/default/best-effort"))
-    );
+    let seen: Vec<(&str, &str, &str)> =
+        events.iter().map(|e| (e.reason.as_str(), e.object.as_str(), e.message.as_str())).collect();
+    assert_eq!(seen[0], ("EvictionThresholdMet", "node/node-a", "Attempting to reclaim memory"));
+    assert_eq!(seen.last().map(|e| (e.0, e.1)), Some(("Evicted", "pod/default/best-effort")));
     let evictions = manager.metrics.evictions.get(&["memory.available"]).map(|c| c.get());
     assert_eq!(evictions, Some(1));
 
@@ -217,5 +231,166 @@ async fn under_disk_pressure_dead_containers_and_unused_images_are_reclaimed_bef
             .starts_with("The node was low on resource: ephemeral-storage. Threshold quantity: "),
         "{}",
         e.failure.message
+    );
+}
+
+fn memory_threshold(kib: u64, grace: Duration, min_reclaim_kib: Option<u64>) -> Threshold {
+    Threshold {
+        signal: Signal::MemoryAvailable,
+        value: ThresholdValue::Quantity(kib << 10),
+        grace,
+        min_reclaim: min_reclaim_kib.map(|k| ThresholdValue::Quantity(k << 10)),
+    }
+}
+
+fn config(thresholds: Vec<Threshold>, max_pod_grace_period_seconds: i64) -> EvictionConfig {
+    EvictionConfig {
+        thresholds,
+        pressure_transition_period: Duration::from_secs(300),
+        max_pod_grace_period_seconds,
+    }
+}
+
+fn with_grace(mut p: Pod, seconds: i64) -> Pod {
+    p.spec.as_mut().unwrap().termination_grace_period_seconds = Some(seconds);
+    p
+}
+
+#[tokio::test]
+async fn a_soft_threshold_evicts_only_after_its_grace_period_with_the_pods_grace_capped() {
+    let rig = Rig::new().await;
+    rig.running(with_grace(pod("patient", "api", None), 60), 2 << 20).await;
+    let grace = Duration::from_secs(30);
+    let (manager, mut evicted) =
+        rig.manager_with(config(vec![memory_threshold(100, grace, None)], 20));
+    let t0 = Instant::now();
+    assert_eq!(manager.synchronize_at(t0).await, Round::Calm, "the grace period has not passed");
+    assert_eq!(*manager.pressures.borrow(), [Pressure::Memory], "the condition shows at once");
+    assert_eq!(manager.synchronize_at(t0 + grace / 2).await, Round::Calm);
+    let round = manager.synchronize_at(t0 + grace).await;
+    assert_eq!(
+        round,
+        Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-patient".into() }
+    );
+    let e = evicted.recv().await.unwrap();
+    assert_eq!(
+        e.grace,
+        Duration::from_secs(20),
+        "the pod's 60 s, capped at evictionMaxPodGracePeriod"
+    );
+    assert!(
+        e.failure
+            .message
+            .starts_with("The node was low on resource: memory. Threshold quantity: 100Ki")
+    );
+}
+
+#[tokio::test]
+async fn a_hard_threshold_met_with_a_soft_one_evicts_at_once_with_the_hard_grace() {
+    let rig = Rig::new().await;
+    rig.running(with_grace(pod("web", "api", None), 60), 2 << 20).await;
+    let soft = memory_threshold(200, Duration::from_secs(60), None);
+    let hard = memory_threshold(100, Duration::ZERO, None);
+    let (manager, mut evicted) = rig.manager_with(config(vec![hard, soft], 20));
+    let round = manager.synchronize_at(Instant::now()).await;
+    assert_eq!(round, Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-web".into() });
+    assert_eq!(evicted.recv().await.unwrap().grace, HARD_EVICTION_GRACE);
+}
+
+#[test]
+fn a_soft_eviction_gives_the_pods_grace_at_most_the_maximum_and_never_under_a_second() {
+    let p = |seconds| with_grace(pod("p", "api", None), seconds);
+    assert_eq!(soft_eviction_grace(&p(5), 20), Duration::from_secs(5), "the pod's own, shorter");
+    assert_eq!(soft_eviction_grace(&p(60), 20), Duration::from_secs(20));
+    // Unset (0) or negative: as 0, which the pod workers raise to their 1 s floor.
+    assert_eq!(soft_eviction_grace(&p(60), 0), Duration::from_secs(1));
+    assert_eq!(soft_eviction_grace(&p(60), -5), Duration::from_secs(1));
+    assert_eq!(
+        soft_eviction_grace(&pod("q", "api", None), 300),
+        Duration::from_secs(30),
+        "the API's default 30 s"
+    );
+}
+
+#[tokio::test]
+async fn a_met_threshold_keeps_evicting_until_its_minimum_reclaim_is_free_and_the_condition_outlasts_it()
+ {
+    let rig = Rig::new().await;
+    rig.running(pod("first", "api", None), 3 << 20).await;
+    rig.running(pod("second", "api", None), 2 << 20).await;
+    let (manager, mut evicted) =
+        rig.manager_with(config(vec![memory_threshold(100, Duration::ZERO, Some(50))], 0));
+    let t0 = Instant::now();
+    let round = manager.synchronize_at(t0).await;
+    assert_eq!(round, Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-first".into() });
+    evicted.recv().await.unwrap();
+    let failed = PodStatus { phase: Some("Failed".into()), ..Default::default() };
+    rig.statuses.set_status("uid-first", failed, SystemTime::now());
+    // 120Ki free: above the threshold, below threshold + minimum reclaim (150Ki).
+    rig.memory_available(120);
+    let round = manager.synchronize_at(t0 + MONITORING_INTERVAL).await;
+    assert_eq!(round, Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-second".into() });
+    rig.memory_available(150);
+    assert_eq!(manager.synchronize_at(t0 + MONITORING_INTERVAL * 2).await, Round::Calm);
+    assert_eq!(*manager.pressures.borrow(), [Pressure::Memory], "within the transition period");
+    manager.synchronize_at(t0 + MONITORING_INTERVAL + Duration::from_secs(300)).await;
+    assert_eq!(*manager.pressures.borrow(), [], "5 min after it was last seen");
+}
+
+#[test]
+fn after_reclaiming_the_pressure_counts_as_relieved_only_with_every_minimum_reclaim_free() {
+    let t = Threshold {
+        signal: Signal::NodeFsAvailable,
+        value: ThresholdValue::Quantity(100),
+        grace: Duration::ZERO,
+        min_reclaim: Some(ThresholdValue::Quantity(50)),
+    };
+    let nodefs = |available| {
+        crate::eviction::Observations(BTreeMap::from([(
+            Signal::NodeFsAvailable,
+            Observation { available, capacity: 1000 },
+        )]))
+    };
+    assert!(!relieved(&[t], &nodefs(120)), "above the threshold, short of its reclaim");
+    assert!(relieved(&[t], &nodefs(150)));
+}
+
+#[tokio::test]
+async fn a_pod_whose_deletion_was_requested_is_not_evicted_again() {
+    let rig = Rig::new().await;
+    let mut leaving = pod("leaving", "api", None);
+    leaving.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()));
+    rig.running(leaving, 50 << 20).await;
+    rig.running(pod("staying", "api", None), 1 << 20).await;
+    let limit = BTreeMap::from([(Signal::MemoryAvailable, ThresholdValue::Quantity(100 << 10))]);
+    let (manager, _rx) = rig.manager(limit);
+    let round = manager.synchronize().await;
+    assert_eq!(
+        round,
+        Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-staying".into() }
+    );
+}
+
+#[tokio::test]
+async fn under_pid_pressure_the_pod_running_the_most_processes_goes_first() {
+    let rig = Rig::new().await;
+    let root = rig.dir.path().join("root");
+    put(&root, "proc/sys/kernel/pid_max", "1000\n");
+    put(&root, "proc/loadavg", "0.1 0.2 0.3 1/990 999\n");
+    for (name, processes) in [("few", 3), ("many", 40), ("some", 10)] {
+        let sandbox = rig.running(pod(name, "api", None), 1 << 20).await;
+        let containers = rig.fake.runtime().containers();
+        let id = containers.into_iter().find(|c| c.pod_sandbox_id == sandbox).unwrap().id;
+        let usage = Usage { memory_working_set_bytes: 1 << 20, processes, ..Default::default() };
+        assert!(rig.fake.runtime().set_usage(&id, usage));
+    }
+    let limit = BTreeMap::from([(Signal::PidAvailable, ThresholdValue::Quantity(100))]);
+    let (manager, mut evicted) = rig.manager(limit);
+    let round = manager.synchronize().await;
+    assert_eq!(round, Round::Evicted { signal: Signal::PidAvailable, uid: "uid-many".into() });
+    assert_eq!(
+        evicted.recv().await.unwrap().failure.message,
+        "The node was low on resource: pids. Threshold quantity: 100, available: 10. "
     );
 }

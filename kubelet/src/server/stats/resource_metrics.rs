@@ -154,6 +154,7 @@ mod tests {
                 ],
                 cpu: cpu(9_100_000_000),
                 memory: memory(3_000_000),
+                process_stats: None,
             }],
         };
         let text = render(Some(&s));
