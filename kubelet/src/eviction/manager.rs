@@ -7,7 +7,8 @@
 //! 1. under disk pressure, node-level resources are reclaimed first — every dead container
 //!    (with its logs), and on the image filesystem (or a shared one) every unused image — and
 //!    if then no threshold is met even with its minimum reclaim, nothing more happens;
-//! 2. otherwise the active pods (not finished, no deletion requested) are ranked
+//! 2. otherwise the active pods (not finished, no deletion requested, not evicted at an earlier
+//!    round and still stopping) are ranked
 //!    ([`super::rank`]) by their use of the resource under pressure, from the stats summary,
 //!    and the first that is not critical is evicted: its worker stops it within 1 s
 //!    (upstream's grace for hard evictions; a soft one gives the pod's own grace period, at
@@ -239,10 +240,8 @@ impl EvictionManager {
     pub async fn synchronize_at(&self, now: Instant) -> Round {
         let observed = self.readings.sample().observations();
         let thresholds = &self.config.thresholds;
-        let verdict = {
-            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            state.observe(thresholds, &observed, self.config.pressure_transition_period, now)
-        };
+        let transition = self.config.pressure_transition_period;
+        let verdict = self.lock_state().observe(thresholds, &observed, transition, now);
         self.pressures.send_replace(verdict.pressures);
         let Some(threshold) = threshold_to_act_on(thresholds, &verdict.act_on) else {
             return Round::Calm;
@@ -314,23 +313,36 @@ impl EvictionManager {
             if self.evictions.send(eviction).await.is_err() {
                 return Round::NothingToEvict(signal); // the kubelet is stopping
             }
+            self.lock_state().evicted.insert(uid.clone());
             return Round::Evicted { signal, uid };
         }
         Round::NothingToEvict(signal)
     }
 
-    /// The pods admitted and not finished, from the status manager.
+    fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The pods admitted and not finished, from the status manager, but those whose
+    /// termination was requested (upstream's `filterOutInactivePods`): deleted through the API,
+    /// or evicted at an earlier round and still stopping (a soft eviction's grace can outlast
+    /// a round).
     fn active_pods(&self) -> Vec<Arc<Pod>> {
-        self.statuses
+        let unfinished: Vec<Pod> = self
+            .statuses
             .pods()
             .into_iter()
             .filter(|p| {
                 let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-                // Upstream's `filterOutInactivePods`: a pod whose termination was requested
-                // is on its way out already.
                 !matches!(phase, Some("Succeeded" | "Failed"))
-                    && p.metadata.deletion_timestamp.is_none()
             })
+            .collect();
+        let uid = |p: &Pod| p.metadata.uid.clone().unwrap_or_default();
+        let mut state = self.lock_state();
+        state.evicted.retain(|e| unfinished.iter().any(|p| uid(p) == *e));
+        unfinished
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none() && !state.evicted.contains(&uid(p)))
             .map(Arc::new)
             .collect()
     }

@@ -9,8 +9,10 @@
 //!    at once, before their grace period;
 //! 3. of those thresholds, the ones met continuously for their grace period (zero for hard
 //!    ones): what pods are evicted for (`thresholdsMetGracePeriod`).
+//!
+//! It also keeps the pods evicted and not finished yet, which are no candidates again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -28,6 +30,9 @@ pub struct State {
     /// The thresholds met with their grace period at the last round: they stay met until
     /// their minimum reclaim is freed.
     met: Vec<usize>,
+    /// The pods (UIDs) evicted and not finished yet: their termination is requested, so they
+    /// are no candidates again (upstream's `IsPodTerminationRequested`).
+    pub evicted: BTreeSet<String>,
 }
 
 /// What one round found.

@@ -394,3 +394,29 @@ async fn under_pid_pressure_the_pod_running_the_most_processes_goes_first() {
         "The node was low on resource: pids. Threshold quantity: 100, available: 10. "
     );
 }
+
+#[tokio::test]
+async fn a_pod_evicted_at_an_earlier_round_and_still_stopping_is_not_evicted_again() {
+    let rig = Rig::new().await;
+    rig.running(with_grace(pod("slow", "api", None), 60), 3 << 20).await;
+    rig.running(pod("next", "api", None), 1 << 20).await;
+    let soft = memory_threshold(100, Duration::from_secs(10), None);
+    let (manager, mut evicted) = rig.manager_with(config(vec![soft], 60));
+    let t0 = Instant::now();
+    manager.synchronize_at(t0).await;
+    let round = manager.synchronize_at(t0 + MONITORING_INTERVAL).await;
+    assert_eq!(round, Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-slow".into() });
+    assert_eq!(evicted.recv().await.unwrap().grace, Duration::from_secs(60));
+    // Its 60 s are not up at the next round: it still runs, and the next pod goes instead.
+    let round = manager.synchronize_at(t0 + MONITORING_INTERVAL * 2).await;
+    assert_eq!(round, Round::Evicted { signal: Signal::MemoryAvailable, uid: "uid-next".into() });
+    assert_eq!(manager.metrics.evictions.get(&["memory.available"]).map(|c| c.get()), Some(2));
+    // Once both are finished, nothing is left to evict, and nothing is remembered of them.
+    let failed = PodStatus { phase: Some("Failed".into()), ..Default::default() };
+    for uid in ["uid-slow", "uid-next"] {
+        rig.statuses.set_status(uid, failed.clone(), SystemTime::now());
+    }
+    let round = manager.synchronize_at(t0 + MONITORING_INTERVAL * 3).await;
+    assert_eq!(round, Round::NothingToEvict(Signal::MemoryAvailable));
+    assert!(manager.lock_state().evicted.is_empty());
+}
