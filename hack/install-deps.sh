@@ -22,6 +22,7 @@ PACKAGES=(
   ca-certificates
   build-essential             # cc for the pause binary and -sys crates
   systemd                     # systemd-analyze verifies the kubelet's unit
+  dbus-daemon                 # a private system bus with a stand-in logind (graceful node shutdown tests)
 )
 
 if [ "$(id -u)" -ne 0 ]; then

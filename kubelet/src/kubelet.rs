@@ -31,6 +31,8 @@ use crate::node_status::machine::{NodeSample, ReadingSource};
 use crate::node_status::reporter::{NodeStatusReporter, now};
 use crate::node_status::{self, MachineInfo, NodeFacts, Readings};
 use crate::nodelease::LeaseController;
+use crate::nodeshutdown::logind::{InhibitLock, SystemLogind};
+use crate::nodeshutdown::manager::ShutdownManager;
 use crate::objects::api::ApiWatcher;
 use crate::objects::static_config::{StaticConfigObjects, StaticConfigSource};
 use crate::objects::watch::WatchBasedManager;
@@ -123,6 +125,44 @@ fn node_capacity(machine: &MachineInfo, sample: &NodeSample) -> Capacity {
         capacity.insert(Reservable::Pid, max);
     }
     Capacity(capacity)
+}
+
+/// Graceful node shutdown, where systemd-logind is there to ask: its lock taken, or one error
+/// line saying why not (as upstream, the kubelet runs on without it).
+async fn start_shutdown_manager(
+    config: &KubeletConfig,
+    statuses: &Arc<StatusManager>,
+    evictions: &mpsc::Sender<crate::eviction::manager::Eviction>,
+    recorder: &Recorder,
+    shutting_down: watch::Sender<bool>,
+) -> Option<(ShutdownManager, InhibitLock)> {
+    let logind = match SystemLogind::connect().await {
+        Ok(logind) => logind,
+        Err(e) => {
+            tracing::error!(error = %e, grace = ?config.shutdown.grace_period, "graceful node shutdown is off: systemd-logind cannot be reached, so pods are not stopped gracefully when the node shuts down");
+            return None;
+        }
+    };
+    let manager = ShutdownManager {
+        config: config.shutdown,
+        logind: Arc::new(logind),
+        logind_conf_dir: PathBuf::from(crate::nodeshutdown::logind::LOGIND_CONF_DIR),
+        statuses: statuses.clone(),
+        evictions: evictions.clone(),
+        recorder: recorder.clone(),
+        node: config.node_name.clone(),
+        shutting_down,
+    };
+    match manager.start().await {
+        Ok(lock) => {
+            tracing::info!(grace = ?config.shutdown.grace_period, critical = ?config.shutdown.critical_grace_period, "graceful node shutdown: holding systemd-logind's delay lock");
+            Some((manager, lock))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "Failed to start node shutdown manager: graceful node shutdown is off");
+            None
+        }
+    }
 }
 
 /// A directory on the runtime's image filesystem, as CRI `ImageFsInfo` names it (asked once: a
@@ -369,6 +409,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         metrics: metrics.clone(),
     };
     let (evictions_tx, evictions_rx) = mpsc::channel(8);
+    let evictions_for_shutdown = evictions_tx.clone();
     let (pressures_tx, pressures_rx) = watch::channel(Vec::new());
     let eviction_manager = crate::eviction::manager::EvictionManager {
         config: config.eviction()?,
@@ -379,7 +420,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         cri: cri.clone(),
         image_gc: image_gc.clone(),
         root_dir: config.root_dir.clone(),
-        evictions: evictions_tx,
+        evictions: evictions_tx.clone(),
         recorder: recorder.clone(),
         node: config.node_name.clone(),
         metrics: metrics.clone(),
@@ -387,6 +428,19 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         sources_ready: sources_ready.clone(),
     };
     tasks.spawn(eviction_manager.run(child.clone()));
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    if config.shutdown.enabled() {
+        let started = start_shutdown_manager(
+            &config,
+            &statuses,
+            &evictions_for_shutdown,
+            &recorder,
+            shutdown_tx,
+        );
+        if let Some((manager, lock)) = started.await {
+            tasks.spawn(manager.run(lock, child.clone()));
+        }
+    }
     if config.read_only_port != 0 {
         let listener = server::bind(SocketAddr::new(config.address, config.read_only_port)).await?;
         tracing::info!(addr = ?listener.local_addr().ok(), "serving the read-only API (/pods, /healthz, /stats/summary, /metrics, /metrics/probes, /metrics/resource, /manifests, /events)");
@@ -438,6 +492,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             readings,
             pleg: pleg_health.clone(),
             pressures: pressures_rx.clone(),
+            shutting_down: shutdown_rx.clone(),
             update_frequency: config.node_status_update_frequency,
             report_frequency: config.node_status_report_frequency,
             node: node_tx,
@@ -501,6 +556,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     )
     .with_objects(object_sources)
     .with_pressures(pressures_rx)
+    .with_shutdown(shutdown_rx)
     .with_health(sync_loop_health.clone());
     let inputs = Inputs {
         config: updates_rx,

@@ -32,7 +32,10 @@
 //!   whose rounds decide the pressure conditions and evict pods; the hard thresholds' reservation
 //!   out of allocatable.
 //! - [`nodelease`]: the node's heartbeat Lease.
-//! - [`cm`]: pod cgroups; node allocatable (`systemReserved`, `kubeReserved`).
+//! - [`cm`]: the container manager: `kubepods`, QoS and pod cgroups sized as upstream; node
+//!   allocatable (`systemReserved`, `kubeReserved`).
+//! - [`nodeshutdown`]: graceful node shutdown: logind's delay lock, pods stopped by priority
+//!   group within `shutdownGracePeriod`.
 //! - [`events`]: the local event list.
 //! - [`watchdog`]: systemd notifications (`READY=1`, `STOPPING=1`, `STATUS=`) and the
 //!   watchdog pings, sent only while the sync loop goes round.
@@ -52,6 +55,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod node_status;
 pub mod nodelease;
+pub mod nodeshutdown;
 pub mod objects;
 pub mod ordering;
 pub mod pleg;

@@ -96,6 +96,8 @@ pub struct SyncLoop {
     health: Option<Arc<SyncLoopHealth>>,
     /// The node's pressure as the eviction manager last saw it, for admission.
     pressures: watch::Receiver<Vec<Pressure>>,
+    /// Whether the node is shutting down, as the shutdown manager says, for admission.
+    shutting_down: watch::Receiver<bool>,
 }
 
 /// Whether every source's first pods have been handled here. The mux queues a source's updates
@@ -136,6 +138,7 @@ impl SyncLoop {
             objects: ObjectSources::default(),
             health: None,
             pressures: watch::channel(Vec::new()).1,
+            shutting_down: watch::channel(false).1,
         }
     }
 
@@ -148,6 +151,12 @@ impl SyncLoop {
     /// Admits pods under the pressure the eviction manager publishes.
     pub fn with_pressures(mut self, pressures: watch::Receiver<Vec<Pressure>>) -> Self {
         self.pressures = pressures;
+        self
+    }
+
+    /// Turns new pods away while the node shuts down.
+    pub fn with_shutdown(mut self, shutting_down: watch::Receiver<bool>) -> Self {
+        self.shutting_down = shutting_down;
         self
     }
 
@@ -320,7 +329,9 @@ impl SyncLoop {
         let node = self.node.borrow().clone();
         let admitted = self.active_pods();
         let pressures = self.pressures.borrow().clone();
-        if let Err(rejection) = lifecycle::admit(&pod, &admitted, &node, &pressures) {
+        let shutting_down = *self.shutting_down.borrow();
+        if let Err(rejection) = lifecycle::admit(&pod, &admitted, &node, &pressures, shutting_down)
+        {
             self.reject(&pod, rejection);
             return;
         }

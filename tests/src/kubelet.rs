@@ -50,6 +50,8 @@ pub struct Kubelet {
     binary: PathBuf,
     node: String,
     extra: Vec<String>,
+    /// More environment variables than `RUST_LOG`.
+    env: Vec<(String, String)>,
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -174,6 +176,7 @@ impl Kubelet {
             binary,
             node: node.to_string(),
             extra,
+            env: Vec::new(),
         };
         me.spawn()?;
         Ok(me)
@@ -196,6 +199,7 @@ impl Kubelet {
             .arg(self.dir.join("root"))
             .args(&self.extra)
             .env("RUST_LOG", "info,kubelet=debug")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -323,6 +327,11 @@ impl Kubelet {
     /// The `KubeletConfiguration` file it reads at each (re)start.
     pub fn config_path(&self) -> PathBuf {
         self.dir.join("kubelet.yaml")
+    }
+
+    /// An environment variable the kubelet gets from its next (re)start on.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.push((key.to_string(), value.to_string()));
     }
 
     pub fn restart(&mut self) -> anyhow::Result<()> {

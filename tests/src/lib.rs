@@ -18,6 +18,8 @@
 //!   scheduler and other control-plane processes: the scale-test cluster.
 //! - [`process`]: a component as a child process: liveness with its log tail, RSS and CPU.
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
+//! - [`logind`]: a private system bus (`dbus-daemon`) with a stand-in systemd-logind, for
+//!   graceful node shutdown.
 //! - [`cri_suite`]: CRI scenarios run against any runtime.
 //! - [`eventually`]: bounded polling instead of sleeps.
 
@@ -31,6 +33,7 @@ pub mod eventually;
 pub mod hollow;
 pub mod kubelet;
 pub mod leaks;
+pub mod logind;
 pub mod measure;
 pub mod process;
 pub mod prom;

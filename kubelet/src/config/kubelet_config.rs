@@ -20,6 +20,7 @@ use crate::eviction::config::{
 };
 use crate::eviction::{Signal, ThresholdError, ThresholdValue, Thresholds};
 use crate::logs::{LogRotatePolicy, MaxSizeError};
+use crate::nodeshutdown::ShutdownConfig;
 use crate::runtime::images::gc::ImageGcPolicy;
 
 /// Upstream's `KubeletConfiguration` fields this kubelet does not act on yet (accepted, logged).
@@ -50,8 +51,6 @@ const ACCEPTED_NOT_IMPLEMENTED: &[&str] = &[
     "cpuManagerPolicy",
     "memoryManagerPolicy",
     "topologyManagerPolicy",
-    "shutdownGracePeriod",
-    "shutdownGracePeriodCriticalPods",
     "volumeStatsAggPeriod",
     "volumePluginDir",
     "providerID",
@@ -125,6 +124,9 @@ pub struct KubeletConfigFile {
     pub system_reserved_cgroup: Option<String>,
     pub kube_reserved_cgroup: Option<String>,
     pub qos_reserved: Option<BTreeMap<String, String>>,
+    /// Graceful node shutdown.
+    pub shutdown_grace_period: Option<GoDuration>,
+    pub shutdown_grace_period_critical_pods: Option<GoDuration>,
     #[serde(rename = "cpuCFSQuota")]
     pub cpu_cfs_quota: Option<bool>,
     #[serde(rename = "cpuCFSQuotaPeriod")]
@@ -321,6 +323,8 @@ pub struct KubeletConfig {
     pub cpu_cfs_quota: Option<bool>,
     pub cpu_cfs_quota_period: Option<Duration>,
     pub pod_pids_limit: Option<i64>,
+    /// Graceful node shutdown (`shutdownGracePeriod`, `shutdownGracePeriodCriticalPods`).
+    pub shutdown: ShutdownConfig,
     /// When container logs are rotated and how many files each keeps (`containerLogMaxSize`,
     /// `containerLogMaxFiles`, `containerLogMaxWorkers`, `containerLogMonitorInterval`).
     pub container_log: LogRotatePolicy,
@@ -387,6 +391,7 @@ impl Default for KubeletConfig {
             cpu_cfs_quota: None,
             cpu_cfs_quota_period: None,
             pod_pids_limit: None,
+            shutdown: ShutdownConfig::default(),
             container_log: LogRotatePolicy::default(),
             image_gc: ImageGcPolicy::default(),
             restart_backoff_max: crate::runtime::backoff::RESTART_MAX,
@@ -596,6 +601,12 @@ impl KubeletConfigFile {
         if let Some(d) = self.cpu_cfs_quota_period {
             c.cpu_cfs_quota_period = Some(d.0);
         }
+        if let Some(d) = self.shutdown_grace_period {
+            c.shutdown.grace_period = d.0;
+        }
+        if let Some(d) = self.shutdown_grace_period_critical_pods {
+            c.shutdown.critical_grace_period = d.0;
+        }
         if let Some(p) = &self.tls_cert_file {
             c.tls_cert_file = Some(p.clone());
         }
@@ -746,6 +757,9 @@ impl KubeletConfig {
         }
         if let Err(e) = self.node_config() {
             return invalid(e.field, &e.reason);
+        }
+        if let Err((field, reason)) = self.shutdown.validate() {
+            return invalid(field, &reason);
         }
         if let Err((field, reason)) = self.container_log.validate() {
             return invalid(field, &reason);

@@ -7,6 +7,7 @@
 //!   scheduler's admission filters (resources, node affinity, node name, host ports; the `api`
 //!   crate's `resources` and `scheduling`, the rules the scheduler filters with) and untolerated
 //!   `NoExecute` taints.
+//! - shutdown: while the node shuts down, no pod gets in (`NodeShutdown`), last, as upstream.
 //! - [`eviction`]: the eviction manager's check, first: under node pressure only critical pods
 //!   (and, under memory pressure alone, pods that are not BestEffort) get in, as upstream's.
 
@@ -19,13 +20,22 @@ pub use predicate::Rejection;
 use crate::eviction::Pressure;
 
 /// Upstream's admit handlers in its order: the eviction manager's (the node's `pressures`),
-/// then the predicates'. The first to refuse decides.
+/// the predicates', then the shutdown manager's (no pod while the node `shutting_down`). The
+/// first to refuse decides.
 pub fn admit(
     pod: &Pod,
     admitted: &[&Pod],
     node: &Node,
     pressures: &[Pressure],
+    shutting_down: bool,
 ) -> Result<(), Rejection> {
     eviction::admit(pod, pressures)?;
-    predicate::admit(pod, admitted, node)
+    predicate::admit(pod, admitted, node)?;
+    if shutting_down {
+        return Err(Rejection {
+            reason: crate::nodeshutdown::NOT_ADMITTED_REASON.to_string(),
+            message: crate::nodeshutdown::NOT_ADMITTED_MESSAGE.to_string(),
+        });
+    }
+    Ok(())
 }

@@ -36,6 +36,8 @@ pub struct NodeStatusReporter {
     pub pleg: Arc<PlegHealth>,
     /// The pressure conditions the eviction manager published.
     pub pressures: watch::Receiver<Vec<Pressure>>,
+    /// Whether the node is shutting down (Ready is then false, posted at once).
+    pub shutting_down: watch::Receiver<bool>,
     pub update_frequency: Duration,
     pub report_frequency: Duration,
     /// The Node as the apiserver last answered it (labels and taints others set included),
@@ -49,7 +51,12 @@ pub fn now() -> Time {
 
 impl NodeStatusReporter {
     fn current(&self, previous: Option<&NodeStatus>) -> NodeStatus {
-        let readings = self.readings.read(self.pleg.check(), self.pressures.borrow().clone());
+        let health = if *self.shutting_down.borrow() {
+            Err(crate::nodeshutdown::NOT_READY.to_string())
+        } else {
+            self.pleg.check()
+        };
+        let readings = self.readings.read(health, self.pressures.borrow().clone());
         super::status(&self.facts, &self.machine, &readings, previous, now())
     }
 
@@ -107,10 +114,14 @@ impl NodeStatusReporter {
         let mut posted: Option<(NodeStatus, Instant)> = None;
         let mut ticker = tokio::time::interval(self.update_frequency);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut shutdown = self.shutting_down.clone();
+        let mut shutdown_open = true;
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
                 _ = ticker.tick() => {}
+                // A shutdown starting (or cancelled) is posted at once, as upstream's.
+                changed = shutdown.changed(), if shutdown_open => shutdown_open = changed.is_ok(),
             }
             let status = self.current(posted.as_ref().map(|(s, _)| s));
             let due = match &posted {

@@ -169,6 +169,20 @@ impl StatusManager {
             .is_some_and(|p| matches!(p, "Succeeded" | "Failed"))
     }
 
+    /// The pods admitted and running: not finished, and no deletion requested (upstream's
+    /// `filterOutInactivePods`: a pod on its way out is left to its termination): what the
+    /// shutdown manager stops.
+    pub fn active_pods(&self) -> Vec<Pod> {
+        self.pods()
+            .into_iter()
+            .filter(|p| {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                !matches!(phase, Some("Succeeded" | "Failed"))
+                    && p.metadata.deletion_timestamp.is_none()
+            })
+            .collect()
+    }
+
     pub fn status(&self, uid: &str) -> Option<PodStatus> {
         self.read().get(uid).and_then(|e| e.status.clone())
     }
