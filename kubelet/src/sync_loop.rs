@@ -17,14 +17,14 @@ use crate::config::{Op, PodUpdate, Source};
 use crate::events::{ObjectRef, Recorder};
 use crate::eviction::Pressure;
 use crate::eviction::manager::Eviction;
-use crate::lifecycle::{self, Rejection};
+use crate::lifecycle::{self, Rejection, preemption};
 use crate::objects::ObjectSources;
 use crate::pleg::{PodLifecycleEvent, RuntimePods};
 use crate::pod_workers::{PodWorkers, Work, WorkQueue};
 use crate::prober::{ProbeManager, ProbeResults, ProbeUpdate};
 use crate::runtime::RuntimeManager;
 use crate::runtime::sync::grace_period;
-use crate::status::StatusManager;
+use crate::status::{PodFailure, StatusManager};
 use crate::watchdog::SyncLoopHealth;
 
 /// How often pods whose resync is due are synced.
@@ -330,15 +330,40 @@ impl SyncLoop {
         let admitted = self.active_pods();
         let pressures = self.pressures.borrow().clone();
         let shutting_down = *self.shutting_down.borrow();
-        if let Err(rejection) = lifecycle::admit(&pod, &admitted, &node, &pressures, shutting_down)
-        {
-            self.reject(&pod, rejection);
-            return;
+        let victims: Vec<String> =
+            match lifecycle::admit(&pod, &admitted, &node, &pressures, shutting_down) {
+                Ok(preempt) => preempt
+                    .into_iter()
+                    .map(|i| admitted[i].metadata.uid.clone().unwrap_or_default())
+                    .collect(),
+                Err(rejection) => {
+                    self.reject(&pod, rejection);
+                    return;
+                }
+            };
+        for victim in &victims {
+            self.preempt(victim, &pod);
         }
         self.track_objects(&pod);
         self.pods.insert(uid.clone(), pod.clone());
         self.probes.add_pod(&pod);
         self.workers.update(&uid, Work::Sync(pod));
+    }
+
+    /// Fails a pod to make room for the critical pod `for_pod` (upstream's
+    /// `evictPodsToFreeRequests`): killed within its own grace, `Failed`/`Preempting`.
+    fn preempt(&mut self, uid: &str, for_pod: &Pod) {
+        let Some(pod) = self.pods.get(uid).cloned() else { return };
+        tracing::info!(pod = ?pod.metadata.name, critical = ?for_pod.metadata.name, "preempting a pod to admit a critical one");
+        self.recorder.warning(&ObjectRef::pod(&pod), preemption::REASON, preemption::MESSAGE);
+        self.probes.remove_pod(uid);
+        let failure = PodFailure {
+            reason: preemption::REASON.to_string(),
+            message: preemption::MESSAGE.to_string(),
+            disruption: Some(crate::lifecycle::eviction::DISRUPTION_REASON.to_string()),
+        };
+        let grace = grace_period(&pod);
+        self.workers.update(uid, Work::Fail { pod, failure, grace });
     }
 
     /// The admitted pods that have not finished (upstream's `filterOutInactivePods`).

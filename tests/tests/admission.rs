@@ -1,8 +1,9 @@
 //! Pod admission and node allocatable on real containerd: `systemReserved`/`kubeReserved`
 //! come out of the node's allocatable, a pod bound to the node that asks for more than is left
 //! is `Failed` with upstream's reason and message (`OutOfcpu`, `OutOfmemory`, `NodeAffinity`)
-//! and a Warning event while pods that fit run, and a reservation above capacity stops the
-//! kubelet at start in upstream's words.
+//! and a Warning event while pods that fit run; a static (critical) pod short of CPU preempts
+//! an API pod (`Preempting`) as upstream's kubelet does; and a reservation above capacity stops
+//! the kubelet at start in upstream's words.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -130,6 +131,68 @@ async fn reservations_shrink_allocatable_and_pods_beyond_it_are_rejected_as_upst
     .await
     .unwrap();
     assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    cluster.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_pod_short_of_cpu_preempts_an_api_pod_to_run_as_upstream() {
+    if !require::real_runtime(require::CONTAINERD_TOOLS) {
+        return;
+    }
+    let cluster = JoinedNode::start(NODE).await.unwrap();
+    let client = cluster.api.admin_client().await.unwrap();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node =
+        eventually("node registered", WAIT, POLL, || async { nodes.get_opt(NODE).await.ok()? })
+            .await
+            .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    let alloc_cpu = quantity(&node.status.unwrap().allocatable.unwrap()["cpu"], true);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    // An API pod takes all but 100m of the node's CPU.
+    let hog = pod("hog", serde_json::json!({"cpu": format!("{}m", alloc_cpu - 100)}), None);
+    pods.create(&PostParams::default(), &hog).await.unwrap();
+    eventually("hog runs", WAIT, POLL, || async {
+        let s = pods.get("hog").await.ok()?.status?;
+        (s.phase.as_deref() == Some("Running")).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+
+    // A static pod asking 500m: critical, so the hog makes room instead of it being refused.
+    cluster
+        .kubelet
+        .write_manifest(
+            "critical.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: critical\nspec:\n  containers:\n  - name: c\n    image: busybox:1.35\n    command: [sleep, \"3600\"]\n    resources:\n      requests: {cpu: 500m}\n",
+        )
+        .unwrap();
+    let preempted = eventually("hog preempted", WAIT, POLL, || async {
+        let s = pods.get("hog").await.ok()?.status?;
+        (s.phase.as_deref() == Some("Failed")).then_some(s)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    assert_eq!(preempted.reason.as_deref(), Some("Preempting"));
+    assert_eq!(preempted.message.as_deref(), Some("Preempted in order to admit critical pod"));
+    let disruption = preempted.conditions.unwrap().into_iter().find(|c| c.type_ == "DisruptionTarget");
+    assert_eq!(disruption.and_then(|c| c.reason).as_deref(), Some("TerminationByKubelet"));
+    let mirror = format!("critical-{NODE}");
+    eventually("the static pod runs", WAIT, POLL, || async {
+        let p = cluster.kubelet.pod(&mirror).await?;
+        (p["status"]["phase"] == "Running").then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    let events: Api<Event> = Api::namespaced(client, "default");
+    eventually("a Preempting event on the hog", WAIT, POLL, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some("Preempting")
+                && e.involved_object.name.as_deref() == Some("hog")
+        })
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
     cluster.stop().await.unwrap();
 }
 

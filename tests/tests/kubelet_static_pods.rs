@@ -418,16 +418,22 @@ async fn the_default_max_pods_of_110_static_pods_all_reach_running() {
     let names: HashMap<String, i32> =
         n.sandboxes().await.into_iter().map(|s| (s.metadata.unwrap().name, s.state)).collect();
     assert_eq!(names.len(), 110);
-    // One more is refused: upstream's OutOfpods.
+    // One more is refused. A static pod is critical, so upstream's kubelet first looks for pods
+    // to preempt for it; every other pod is static too, so none may go, and the rejection is
+    // its UnexpectedAdmissionError naming the pod slot it lacks.
     n.kubelet.write_manifest("p110.yaml", &sleeper("p110", "")).unwrap();
     let refused = eventually("the 111th refused", WAIT, POLL, || async {
         n.kubelet
             .pod(&format!("p110-{NODE}"))
             .await
-            .filter(|p| p["status"]["reason"] == "OutOfpods")
+            .filter(|p| p["status"]["reason"] == "UnexpectedAdmissionError")
     })
     .await
     .unwrap();
     assert_eq!(refused["status"]["phase"], "Failed");
+    assert_eq!(
+        refused["status"]["message"],
+        "Pod was rejected: Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: no set of running pods found to reclaim resources: [(res: pods, q: 1), ]"
+    );
     n.teardown().await;
 }

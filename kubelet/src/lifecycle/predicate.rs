@@ -7,6 +7,8 @@ use api::resources::{self, Resource};
 use api::scheduling::{self, HostPort};
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
 
+use super::eviction::is_critical;
+use super::preemption::{self, Requirement};
 use crate::config::Source;
 use crate::status::manager::source_of;
 
@@ -34,6 +36,18 @@ enum Failure {
 }
 
 impl Failure {
+    /// What the pod lacks of a resource (upstream's `GetInsufficientAmount`); `None` for a
+    /// failure preemption cannot mend.
+    fn requirement(&self) -> Option<Requirement> {
+        match self {
+            Failure::Insufficient { resource, requested, used, capacity } => Some(Requirement {
+                resource: resource.clone(),
+                quantity: requested.saturating_sub(capacity.saturating_sub(*used)),
+            }),
+            Failure::Predicate { .. } => None,
+        }
+    }
+
     fn rejection(&self) -> Rejection {
         match self {
             Failure::Insufficient { resource, requested, used, capacity } => Rejection {
@@ -161,8 +175,9 @@ fn general_filter(pod: &Pod, spec: &PodSpec, admitted: &[&Pod], node: &Node) -> 
 }
 
 /// Whether `pod` may run on `node` beside the `admitted` pods; the first failure decides the
-/// rejection, as upstream's.
-pub fn admit(pod: &Pod, admitted: &[&Pod], node: &Node) -> Result<(), Rejection> {
+/// rejection, as upstream's. A critical pod short of resources alone is admitted with the
+/// admitted pods (their indexes) to preempt for it ([`super::preemption`]).
+pub fn admit(pod: &Pod, admitted: &[&Pod], node: &Node) -> Result<Vec<usize>, Rejection> {
     let os_label = |labels: Option<&BTreeMap<String, String>>| {
         labels.and_then(|l| l.get(api::keys::LABEL_OS)).cloned()
     };
@@ -181,10 +196,23 @@ pub fn admit(pod: &Pod, admitted: &[&Pod], node: &Node) -> Result<(), Rejection>
             "Failed to admit pod as the OS field doesn't match node OS",
         ));
     }
-    match general_filter(pod, spec, admitted, node).first() {
-        None => Ok(()),
-        Some(failure) => Err(failure.rejection()),
+    let failures = general_filter(pod, spec, admitted, node);
+    let Some(first) = failures.first() else { return Ok(Vec::new()) };
+    if !is_critical(pod) {
+        return Err(first.rejection());
     }
+    // A critical pod is not refused for resources: its other failures decide, else pods are
+    // preempted for it (upstream's `HandleAdmissionFailure`).
+    if let Some(other) = failures.iter().find(|f| f.requirement().is_none()) {
+        return Err(other.rejection());
+    }
+    let reqs: Vec<Requirement> = failures.iter().filter_map(Failure::requirement).collect();
+    preemption::pods_to_preempt(pod, admitted, &reqs).map_err(|e| {
+        Rejection::new(
+            "UnexpectedAdmissionError",
+            format!("Unexpected error while attempting to recover from admission failure: {e}"),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::ShutdownConfig;
 
 /// Upstream's `SystemCriticalPriority`.
-pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
+pub use crate::lifecycle::eviction::SYSTEM_CRITICAL_PRIORITY;
 
 /// Pods stopped together, and how long the group is waited for.
 #[derive(Debug, Clone, PartialEq)]

@@ -21,10 +21,9 @@ use super::logind::{InhibitLock, Logind, LogindError, override_inhibit_delay};
 use super::{MESSAGE, REASON, ShutdownConfig};
 use crate::events::{ObjectRef, Recorder};
 use crate::eviction::manager::Eviction;
+use crate::lifecycle::eviction::DISRUPTION_REASON;
 use crate::status::{PodFailure, StatusManager};
 
-/// The reason of the `DisruptionTarget` condition a stopped pod gets.
-const TERMINATION_BY_KUBELET: &str = "TerminationByKubelet";
 /// How soon the watch is started again after the bus connection ended (upstream's
 /// `dbusReconnectPeriod`).
 const RECONNECT: Duration = Duration::from_secs(1);
@@ -155,7 +154,7 @@ impl ShutdownManager {
             let failure = PodFailure {
                 reason: REASON.to_string(),
                 message: MESSAGE.to_string(),
-                disruption: Some(TERMINATION_BY_KUBELET.to_string()),
+                disruption: Some(DISRUPTION_REASON.to_string()),
             };
             let eviction = Eviction { uid: uid.clone(), failure, grace: *grace };
             if self.evictions.send(eviction).await.is_err() {

@@ -204,3 +204,36 @@ fn extended_resources_the_node_does_not_advertise_are_not_counted() {
     });
     assert_eq!(rejected(&p, &[], &n).0, "OutOfhugepages-2Mi");
 }
+
+fn static_pod(name: &str, cpu: &str, memory: &str) -> Pod {
+    let mut p = pod(name, cpu, memory);
+    p.metadata.annotations =
+        Some(BTreeMap::from([(api::keys::CONFIG_SOURCE.to_string(), "file".to_string())]));
+    p
+}
+
+#[test]
+fn a_critical_pod_short_of_resources_is_admitted_by_preempting_lower_pods() {
+    let n = node("2", "4Gi", "110");
+    let api_pod = pod("api", "1500m", "1Gi");
+    let other_static = static_pod("etcd", "250m", "");
+    // A static pod is critical: the API pod makes room; the other static pod never does.
+    let preempt = admit(&static_pod("apiserver", "1", ""), &[&other_static, &api_pod], &n);
+    assert_eq!(preempt, Ok(vec![1]));
+    // A regular pod in the same spot is refused as before.
+    assert_eq!(rejected(&pod("web", "1", ""), &[&other_static, &api_pod], &n).0, "OutOfcpu");
+    // Only static pods to preempt: upstream's UnexpectedAdmissionError, naming what is short.
+    assert_eq!(
+        rejected(&static_pod("apiserver", "2", ""), &[&other_static], &n),
+        (
+            "UnexpectedAdmissionError".into(),
+            "Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: no set of running pods found to reclaim resources: [(res: cpu, q: 250), ]".into()
+        )
+    );
+    // A failure preemption cannot mend (node affinity) decides alone: resources are not a
+    // critical pod's reason to be refused.
+    let mut elsewhere = static_pod("elsewhere", "1", "");
+    elsewhere.spec.as_mut().unwrap().node_selector =
+        Some(BTreeMap::from([("disk".to_string(), "hdd".to_string())]));
+    assert_eq!(rejected(&elsewhere, &[&other_static, &api_pod], &n).0, "NodeAffinity");
+}
