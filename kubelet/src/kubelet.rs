@@ -391,12 +391,15 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     tasks.spawn(image_gc.clone().run(child.clone()));
 
     let sync_loop_health = Arc::new(SyncLoopHealth::new(config.sync_frequency));
-    let stats = Arc::new(StatsProvider::new(
-        cri.clone(),
-        config.node_name.clone(),
-        readings.clone(),
-        config.pod_logs_dir.clone(),
-    ));
+    let stats = Arc::new(
+        StatsProvider::new(
+            cri.clone(),
+            config.node_name.clone(),
+            readings.clone(),
+            config.pod_logs_dir.clone(),
+        )
+        .with_cgroups(runtime.cm.clone()),
+    );
     let state = ServerState {
         statuses: statuses.clone(),
         manifests: manifests_rx,

@@ -174,7 +174,8 @@ async fn a_static_pod_short_of_cpu_preempts_an_api_pod_to_run_as_upstream() {
     .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
     assert_eq!(preempted.reason.as_deref(), Some("Preempting"));
     assert_eq!(preempted.message.as_deref(), Some("Preempted in order to admit critical pod"));
-    let disruption = preempted.conditions.unwrap().into_iter().find(|c| c.type_ == "DisruptionTarget");
+    let disruption =
+        preempted.conditions.unwrap().into_iter().find(|c| c.type_ == "DisruptionTarget");
     assert_eq!(disruption.and_then(|c| c.reason).as_deref(), Some("TerminationByKubelet"));
     let mirror = format!("critical-{NODE}");
     eventually("the static pod runs", WAIT, POLL, || async {

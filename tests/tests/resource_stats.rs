@@ -125,11 +125,13 @@ async fn summary_and_resource_metrics_carry_every_running_container_through_node
         let s: Value = serde_json::from_str(&raw(&node, &path).ok()?).ok()?;
         let busy = s["pods"].as_array()?.iter().find(|p| p["podRef"]["name"] == "busy")?.clone();
         let spin = busy["containers"].as_array()?.iter().find(|c| c["name"] == "spin")?.clone();
-        (number(&spin["cpu"]["usageCoreNanoSeconds"]) > 100_000_000).then_some(spin)
+        // A rate needs two readings (the cgroup's counter, as cAdvisor's): polled until there.
+        let rate = spin["cpu"]["usageNanoCores"].is_u64();
+        (number(&spin["cpu"]["usageCoreNanoSeconds"]) > 100_000_000 && rate).then_some(spin)
     })
     .await
     .unwrap();
-    assert!(spin["cpu"]["usageNanoCores"].is_u64(), "{spin}");
+    assert!(number(&spin["cpu"]["usageNanoCores"]) > 0, "{spin}");
 
     let cpu_only = raw(&node, &format!("{path}?only_cpu_and_memory=true")).unwrap();
     let cpu_only: Value = serde_json::from_str(&cpu_only).unwrap();

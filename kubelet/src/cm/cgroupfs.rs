@@ -39,6 +39,27 @@ pub trait Cgroups: Send + Sync + std::fmt::Debug {
     fn remove(&self, path: &str) -> Result<(), CgroupError>;
     /// The names of the cgroup's child directories (in the memory hierarchy on v1).
     fn children(&self, path: &str) -> Vec<String>;
+    /// What the cgroup's processes use, as cAdvisor reads it; `None` when it is gone.
+    fn usage(&self, path: &str) -> Option<CgroupUsage>;
+}
+
+/// A cgroup's CPU, memory and process figures (cAdvisor's, for the summary API).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CgroupUsage {
+    /// CPU time in nanoseconds since the cgroup was made.
+    pub cpu_nanos: Option<u64>,
+    pub memory_usage: Option<u64>,
+    /// Usage less inactive file pages (what the eviction manager and `kubectl top` count).
+    pub working_set: Option<u64>,
+    pub rss: Option<u64>,
+    pub page_faults: Option<u64>,
+    pub major_page_faults: Option<u64>,
+    pub processes: Option<u64>,
+}
+
+/// `key value` lines (`memory.stat`, `cpu.stat`) as a lookup.
+fn stat(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 /// The v1 controllers a cgroup is made in, as upstream's existence check counts them.
@@ -227,6 +248,40 @@ impl Cgroups for CgroupFs {
         first_error.map_or(Ok(()), Err)
     }
 
+    fn usage(&self, path: &str) -> Option<CgroupUsage> {
+        let read = |controller: &str, file: &str| {
+            std::fs::read_to_string(self.dir(controller, path).join(file)).ok()
+        };
+        let number = |controller: &str, file: &str| read(controller, file)?.trim().parse().ok();
+        if self.is_v2() {
+            let memory = read("", "memory.stat").unwrap_or_default();
+            let usage: Option<u64> = number("", "memory.current");
+            let cpu = read("", "cpu.stat")?;
+            return Some(CgroupUsage {
+                cpu_nanos: stat(&cpu, "usage_usec").map(|us| us.saturating_mul(1000)),
+                memory_usage: usage,
+                working_set: usage
+                    .map(|u| u.saturating_sub(stat(&memory, "inactive_file").unwrap_or(0))),
+                rss: stat(&memory, "anon"),
+                page_faults: stat(&memory, "pgfault"),
+                major_page_faults: stat(&memory, "pgmajfault"),
+                processes: number("", "pids.current"),
+            });
+        }
+        let memory = read("memory", "memory.stat").unwrap_or_default();
+        let usage: Option<u64> = number("memory", "memory.usage_in_bytes");
+        Some(CgroupUsage {
+            cpu_nanos: Some(number("cpuacct", "cpuacct.usage")?),
+            memory_usage: usage,
+            working_set: usage
+                .map(|u| u.saturating_sub(stat(&memory, "total_inactive_file").unwrap_or(0))),
+            rss: stat(&memory, "total_rss"),
+            page_faults: stat(&memory, "total_pgfault"),
+            major_page_faults: stat(&memory, "total_pgmajfault"),
+            processes: number("pids", "pids.current"),
+        })
+    }
+
     fn children(&self, path: &str) -> Vec<String> {
         std::fs::read_dir(self.dir("memory", path))
             .map(|d| {
@@ -384,6 +439,55 @@ mod tests {
         }
         assert!(root.path().join("cpu/kubepods/besteffort").exists(), "the QoS level stays");
         fs.remove("/kubepods/besteffort/podu1").unwrap();
+    }
+
+    #[test]
+    fn usage_is_read_as_cadvisor_reads_it_on_v1_and_v2() {
+        let (root, fs) = v1();
+        let put = |file: &str, text: &str| {
+            let p = root.path().join(file);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put("cpuacct/kubepods/podu/cpuacct.usage", "123456789\n");
+        put("memory/kubepods/podu/memory.usage_in_bytes", "10000\n");
+        put(
+            "memory/kubepods/podu/memory.stat",
+            "cache 1\ninactive_file 9\ntotal_inactive_file 4000\ntotal_rss 5000\ntotal_pgfault 7\ntotal_pgmajfault 2\n",
+        );
+        put("pids/kubepods/podu/pids.current", "3\n");
+        let u = fs.usage("/kubepods/podu").unwrap();
+        assert_eq!(
+            u,
+            CgroupUsage {
+                cpu_nanos: Some(123_456_789),
+                memory_usage: Some(10_000),
+                working_set: Some(6000),
+                rss: Some(5000),
+                page_faults: Some(7),
+                major_page_faults: Some(2),
+                processes: Some(3),
+            }
+        );
+        assert_eq!(fs.usage("/kubepods/gone"), None, "a cgroup that is not there");
+
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("cgroup.controllers"), "cpu memory pids").unwrap();
+        let pod = root.path().join("kubepods/podu");
+        std::fs::create_dir_all(&pod).unwrap();
+        std::fs::write(pod.join("cpu.stat"), "usage_usec 42\nuser_usec 40\n").unwrap();
+        std::fs::write(pod.join("memory.current"), "8192\n").unwrap();
+        std::fs::write(
+            pod.join("memory.stat"),
+            "anon 4096\ninactive_file 1024\npgfault 5\npgmajfault 1\n",
+        )
+        .unwrap();
+        std::fs::write(pod.join("pids.current"), "2\n").unwrap();
+        let u = CgroupFs { mount_root: root.path().to_path_buf() }.usage("kubepods/podu").unwrap();
+        assert_eq!(
+            (u.cpu_nanos, u.working_set, u.rss, u.processes),
+            (Some(42_000), Some(7168), Some(4096), Some(2))
+        );
     }
 
     #[test]

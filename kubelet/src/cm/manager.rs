@@ -243,6 +243,16 @@ impl ContainerManager {
         self.pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// A pod's cgroup, where it is (its QoS class may be unknown); `None` without pod cgroups.
+    pub fn pod_cgroup_of(&self, uid: &str) -> Option<String> {
+        self.config.layout.all_pod_cgroups(uid).into_iter().find(|p| self.cgroups.exists(p))
+    }
+
+    /// What a cgroup's processes use (see [`super::cgroupfs::CgroupUsage`]).
+    pub fn usage(&self, path: &str) -> Option<super::cgroupfs::CgroupUsage> {
+        self.cgroups.usage(path)
+    }
+
     /// Removes a pod's cgroup wherever it is (its QoS class may be unknown).
     pub fn remove_pod(&self, uid: &str) {
         for cgroup in self.config.layout.all_pod_cgroups(uid) {

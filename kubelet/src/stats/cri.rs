@@ -50,6 +50,19 @@ impl Listing {
     }
 
     /// Every id a stat may be cached under.
+    /// The pods' sandboxes kept (one a pod).
+    pub fn sandboxes(&self) -> impl Iterator<Item = &cri::PodSandbox> {
+        self.sandboxes.values()
+    }
+
+    /// The running containers of a sandbox.
+    pub fn containers_of<'a>(
+        &'a self,
+        sandbox: &'a str,
+    ) -> impl Iterator<Item = &'a cri::Container> {
+        self.containers.values().filter(move |c| c.pod_sandbox_id == sandbox)
+    }
+
     pub fn ids(&self) -> HashSet<&str> {
         self.sandboxes.keys().chain(self.containers.keys()).map(String::as_str).collect()
     }

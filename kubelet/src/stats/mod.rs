@@ -7,12 +7,15 @@
 //!   of one [`NodeSample`](crate::node_status::machine::NodeSample), the boot time.
 //! - [`cri`]: pods and containers from CRI `ListPodSandboxStats` (or `ListContainerStats` from a
 //!   runtime that does not implement it) over the runtime's pods and running containers.
+//! - [`cgroup`]: pods' and containers' CPU, memory and processes read from their cgroups where
+//!   the kubelet makes them (as cAdvisor does for upstream), in CRI's form.
 //! - [`cpu`]: `usageNanoCores` from two samples, for what the runtime does not rate itself.
 //! - [`logs`]: the bytes and inodes of a container's log directory.
 //!
 //! Not reported: pod `volume` and `ephemeral-storage` figures, `network`, the node's
 //! `systemContainers` and swap.
 
+pub mod cgroup;
 pub mod cpu;
 pub mod cri;
 pub mod logs;
@@ -21,13 +24,15 @@ pub mod summary;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use proto::{CallError, CriClient, cri as api};
 
 use crate::node_status::machine::ReadingSource;
 use cpu::{CpuUsageCache, Sample};
 use summary::{FsStats, NodeStats, RuntimeStats, Summary, Time};
+
+use crate::cm::ContainerManager;
 
 /// Why there is no summary, worded as upstream's summary provider.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +56,9 @@ pub struct StatsProvider {
     pod_logs_dir: PathBuf,
     boot_time: Time,
     cpu: Mutex<CpuUsageCache>,
+    /// Pod cgroups, read for pods' and containers' CPU, memory and processes where the kubelet
+    /// makes them (`cgroupsPerQOS`).
+    cgroups: Option<Arc<ContainerManager>>,
 }
 
 impl StatsProvider {
@@ -61,7 +69,21 @@ impl StatsProvider {
         pod_logs_dir: PathBuf,
     ) -> Self {
         let boot_time = node::boot_time(&readings.root);
-        Self { cri, node_name, readings, pod_logs_dir, boot_time, cpu: Mutex::default() }
+        Self {
+            cri,
+            node_name,
+            readings,
+            pod_logs_dir,
+            boot_time,
+            cpu: Mutex::default(),
+            cgroups: None,
+        }
+    }
+
+    /// Reads pods' and containers' usage from their cgroups, when `cm` makes them.
+    pub fn with_cgroups(mut self, cm: Arc<ContainerManager>) -> Self {
+        self.cgroups = cm.config().layout.per_qos.then_some(cm);
+        self
     }
 
     /// The summary; with `cpu_and_memory_only`, names, start times, CPU and memory alone
@@ -74,27 +96,15 @@ impl StatsProvider {
         )
         .map_err(StatsError::List)?;
         let listing = cri::Listing::new(sandboxes.items, containers.containers);
-        let sandbox_stats = api::ListPodSandboxStatsRequest { filter: None };
-        // A runtime without ListPodSandboxStats, or one that fails it (containerd 1.6 does
-        // whenever a stopped sandbox's cgroup is gone, which is every finished pod's once its
-        // resources are released): the pods are summed from ListContainerStats, as upstream's
-        // default (cAdvisor and container stats) would read them.
-        let pod_stats = match self.cri.list_pod_sandbox_stats(sandbox_stats).await {
-            Ok(r) => Ok(r.stats),
-            Err(e) => {
-                tracing::debug!(error = %e, "no ListPodSandboxStats; summing ListContainerStats");
-                let r = api::ListContainerStatsRequest { filter: None };
-                match self.cri.list_container_stats(r).await {
-                    Ok(r) => Err(r.stats),
-                    Err(_) => return Err(StatsError::PodStats(e)),
-                }
-            }
+        let now = Time::now();
+        let pod_stats = match &self.cgroups {
+            Some(cm) => Ok(self.cgroup_stats(cm, &listing, cpu_and_memory_only, now).await?),
+            None => self.runtime_stats().await?,
         };
         let image_fs = if cpu_and_memory_only { None } else { Some(self.image_fs().await?) };
 
         let sample = self.readings.sample();
         let usage = node::root_usage(&self.readings.root, &sample);
-        let now = Time::now();
         let disks = (!cpu_and_memory_only).then(|| {
             let mut by_mountpoint = HashMap::new();
             if let Some(dir) = &self.readings.image_fs_dir {
@@ -144,6 +154,51 @@ impl StatsProvider {
             node.rlimit = Some(node::rlimit(now, &sample));
         }
         Ok(Summary { node, pods })
+    }
+
+    /// The pods' usage from their cgroups ([`cgroup`]); the writable layers from
+    /// `ListContainerStats` unless only CPU and memory are asked for.
+    async fn cgroup_stats(
+        &self,
+        cm: &ContainerManager,
+        listing: &cri::Listing,
+        cpu_and_memory_only: bool,
+        now: Time,
+    ) -> Result<Vec<api::PodSandboxStats>, StatsError> {
+        let mut layers = HashMap::new();
+        if !cpu_and_memory_only {
+            let r = api::ListContainerStatsRequest { filter: None };
+            let stats = self.cri.list_container_stats(r).await.map_err(StatsError::PodStats)?;
+            for s in stats.stats {
+                if let (Some(a), Some(layer)) = (s.attributes, s.writable_layer) {
+                    layers.insert(a.id, layer);
+                }
+            }
+        }
+        Ok(cgroup::sandbox_stats(listing, cm, &layers, now.0))
+    }
+
+    /// The pods' usage as the runtime reports it: `ListPodSandboxStats`, or summed from
+    /// `ListContainerStats` (`Err`) where the runtime lacks or fails the first.
+    async fn runtime_stats(
+        &self,
+    ) -> Result<Result<Vec<api::PodSandboxStats>, Vec<api::ContainerStats>>, StatsError> {
+        let sandbox_stats = api::ListPodSandboxStatsRequest { filter: None };
+        // A runtime without ListPodSandboxStats, or one that fails it (containerd 1.6 does
+        // whenever a stopped sandbox's cgroup is gone, which is every finished pod's once its
+        // resources are released): the pods are summed from ListContainerStats, as upstream's
+        // default (cAdvisor and container stats) would read them.
+        Ok(match self.cri.list_pod_sandbox_stats(sandbox_stats).await {
+            Ok(r) => Ok(r.stats),
+            Err(e) => {
+                tracing::debug!(error = %e, "no ListPodSandboxStats; summing ListContainerStats");
+                let r = api::ListContainerStatsRequest { filter: None };
+                match self.cri.list_container_stats(r).await {
+                    Ok(r) => Err(r.stats),
+                    Err(_) => return Err(StatsError::PodStats(e)),
+                }
+            }
+        })
     }
 
     /// The runtime's first image filesystem (CRI `ImageFsInfo`): what its images use, and the
