@@ -8,6 +8,33 @@ use std::path::Path;
 
 use proto::{CriClient, cri};
 
+/// A pod spec of one container `c` with these requests and limits (`("cpu", "500m")`; none
+/// given, none set).
+pub fn resources_spec(
+    requests: &[(&str, &str)],
+    limits: &[(&str, &str)],
+) -> k8s_openapi::api::core::v1::PodSpec {
+    use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    let list = |pairs: &[(&str, &str)]| {
+        (!pairs.is_empty()).then(|| {
+            pairs.iter().map(|(k, v)| ((*k).to_string(), Quantity((*v).to_string()))).collect()
+        })
+    };
+    PodSpec {
+        containers: vec![Container {
+            name: "c".into(),
+            resources: Some(ResourceRequirements {
+                requests: list(requests),
+                limits: list(limits),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
 /// Writes `text` at `path` under `root`, making the directories (`proc/meminfo`, …).
 pub fn put(root: &Path, path: &str, text: &str) {
     let p = root.join(path);

@@ -128,24 +128,12 @@ pub fn shares_to_weight(shares: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::api::core::v1::Container;
+
+    use crate::test_cri::resources_spec;
 
     fn container(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
-        let list = |pairs: &[(&str, &str)]| {
-            (!pairs.is_empty()).then(|| {
-                pairs.iter().map(|(k, v)| ((*k).to_string(), Quantity((*v).to_string()))).collect()
-            })
-        };
-        Container {
-            name: "c".into(),
-            resources: Some(ResourceRequirements {
-                requests: list(requests),
-                limits: list(limits),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        resources_spec(requests, limits).containers.remove(0)
     }
 
     fn spec(containers: Vec<Container>) -> PodSpec {

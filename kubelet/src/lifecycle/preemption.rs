@@ -171,9 +171,9 @@ pub fn pods_to_preempt(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use crate::test_cri::resources_spec;
 
     fn pod(
         name: &str,
@@ -181,26 +181,11 @@ mod tests {
         requests: &[(&str, &str)],
         limits: &[(&str, &str)],
     ) -> Pod {
-        let list = |pairs: &[(&str, &str)]| {
-            (!pairs.is_empty()).then(|| {
-                pairs.iter().map(|(k, v)| ((*k).to_string(), Quantity((*v).to_string()))).collect()
-            })
-        };
+        let mut spec = resources_spec(requests, limits);
+        spec.priority = priority;
         Pod {
             metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
-            spec: Some(PodSpec {
-                priority,
-                containers: vec![Container {
-                    name: "c".into(),
-                    resources: Some(ResourceRequirements {
-                        requests: list(requests),
-                        limits: list(limits),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
+            spec: Some(spec),
             ..Default::default()
         }
     }

@@ -100,12 +100,7 @@ mod tests {
     use crate::cm::node_config::NodeConfig;
     use crate::events::Recorder;
     use crate::eviction::Thresholds;
-
-    fn put(root: &std::path::Path, file: &str, text: &str) {
-        let p = root.join(file);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    use crate::test_cri::put;
 
     #[test]
     fn pods_and_their_running_containers_are_read_from_their_cgroups() {

@@ -1,8 +1,5 @@
 use std::path::Path;
 
-use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
 use super::*;
 use crate::cm::CgroupFs;
 use crate::cm::allocatable::Reserved;
@@ -52,25 +49,7 @@ fn read(root: &Path, file: &str) -> String {
     std::fs::read_to_string(root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
-fn spec(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> PodSpec {
-    let list = |pairs: &[(&str, &str)]| {
-        (!pairs.is_empty()).then(|| {
-            pairs.iter().map(|(k, v)| ((*k).to_string(), Quantity((*v).to_string()))).collect()
-        })
-    };
-    PodSpec {
-        containers: vec![Container {
-            name: "c".into(),
-            resources: Some(ResourceRequirements {
-                requests: list(requests),
-                limits: list(limits),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
-}
+use crate::test_cri::resources_spec as spec;
 
 #[test]
 fn start_limits_kubepods_to_allocatable_and_makes_the_qos_cgroups() {
