@@ -264,7 +264,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         crate::config::kubelet_config::ConfigError::Invalid { field: e.field, reason: e.reason }
     })?;
     let cm = Arc::new(ContainerManager::new(
-        Arc::new(CgroupFs { mount_root: Path::new("/sys/fs/cgroup").to_path_buf() }),
+        Arc::new(CgroupFs::new(Path::new("/sys/fs/cgroup").to_path_buf())),
         node_config,
         NodeResources {
             capacity: node_capacity(&machine, &first_sample),

@@ -243,8 +243,12 @@ impl ContainerManager {
         self.pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A pod's cgroup, where it is (its QoS class may be unknown); `None` without pod cgroups.
+    /// A pod's cgroup: where it was made for the pod's QoS class, or, for a pod this kubelet
+    /// has not synced (its QoS class unknown), wherever it is; `None` without pod cgroups.
     pub fn pod_cgroup_of(&self, uid: &str) -> Option<String> {
+        if let Some(share) = self.lock_pods().get(uid) {
+            return Some(self.config.layout.pod_cgroup(share.qos, uid));
+        }
         self.config.layout.all_pod_cgroups(uid).into_iter().find(|p| self.cgroups.exists(p))
     }
 

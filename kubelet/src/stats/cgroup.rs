@@ -117,7 +117,7 @@ mod tests {
         put(r, &format!("cpuacct/{pod}/c1/cpuacct.usage"), "1500\n");
         put(r, &format!("memory/{pod}/c1/memory.usage_in_bytes"), "600\n");
         let cm = ContainerManager::new(
-            Arc::new(CgroupFs { mount_root: r.to_path_buf() }),
+            Arc::new(CgroupFs::new(r.to_path_buf())),
             NodeConfig::default(),
             NodeResources {
                 capacity: Capacity(BTreeMap::new()),

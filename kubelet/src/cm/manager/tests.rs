@@ -14,7 +14,7 @@ fn v1(root: &str) -> (tempfile::TempDir, Arc<CgroupFs>) {
     for ctl in ["cpu", "cpuacct", "cpuset", "memory", "pids"] {
         std::fs::create_dir_all(dir.path().join(ctl).join(root.trim_start_matches('/'))).unwrap();
     }
-    let fs = Arc::new(CgroupFs { mount_root: dir.path().to_path_buf() });
+    let fs = Arc::new(CgroupFs::new(dir.path().to_path_buf()));
     (dir, fs)
 }
 
@@ -129,6 +129,13 @@ fn pods_get_their_own_cgroup_under_their_qos_class_and_burstable_shares_follow_t
 
     let burst = spec(&[("cpu", "250m")], &[]);
     assert_eq!(cm.ensure_pod("b1", &burst).unwrap(), "/kubepods/burstable/podb1");
+    assert_eq!(
+        cm.pod_cgroup_of("b1").as_deref(),
+        Some("/kubepods/burstable/podb1"),
+        "by its class"
+    );
+    assert_eq!(cm.pod_cgroup_of("g").as_deref(), Some("/kubepods/podg"));
+    assert_eq!(cm.pod_cgroup_of("unknown"), None, "looked for in each class, not there");
     cm.ensure_pod("b2", &burst).unwrap();
     assert_eq!(read(r, "cpu/kubepods/burstable/cpu.shares"), "512", "both pods' requests");
     assert!(!r.join("memory/kubepods/burstable/podb1/memory.limit_in_bytes").exists());
@@ -181,7 +188,7 @@ fn orphaned_pod_cgroups_are_removed_and_known_ones_stay() {
 #[test]
 fn without_cgroups_per_qos_nothing_is_made_or_removed() {
     let dir = tempfile::tempdir().unwrap();
-    let fs = Arc::new(CgroupFs { mount_root: dir.path().to_path_buf() });
+    let fs = Arc::new(CgroupFs::new(dir.path().to_path_buf()));
     let c = NodeConfig {
         layout: crate::cm::CgroupLayout { root: "/x".into(), per_qos: false },
         enforcement: Enforcement { pods: false, ..Enforcement::default() },
