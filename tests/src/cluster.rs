@@ -8,7 +8,7 @@ use std::time::Duration;
 use proto::CriClient;
 
 use crate::apiserver::ApiServer;
-use crate::containerd::Containerd;
+use crate::containerd::{Containerd, ContainerdOptions};
 use crate::kubelet::Kubelet;
 
 #[derive(Debug)]
@@ -35,8 +35,18 @@ impl JoinedNode {
         api_flags: &[&str],
         kubelet_flags: &[&str],
     ) -> anyhow::Result<Self> {
+        Self::start_on(node, ContainerdOptions::default(), api_flags, kubelet_flags).await
+    }
+
+    /// [`JoinedNode::start_with`] on a containerd started with `options` (e.g. on a tmpfs).
+    pub async fn start_on(
+        node: &str,
+        options: ContainerdOptions,
+        api_flags: &[&str],
+        kubelet_flags: &[&str],
+    ) -> anyhow::Result<Self> {
         let api = ApiServer::start_for_nodes_with(&[node], api_flags)?;
-        let containerd = Containerd::start(Default::default()).await?;
+        let containerd = Containerd::start(options).await?;
         containerd.import_test_images()?;
         let kubeconfig = api.node_kubeconfig(node)?;
         let kubelet = Kubelet::start_joined_with(&containerd, node, &kubeconfig, kubelet_flags)?;

@@ -22,6 +22,10 @@ pub const SANDBOX_IMAGE: &str = "localhost/pause:1.0";
 pub struct ContainerdOptions {
     /// Plain-HTTP registries on loopback that CRI pulls may use.
     pub registries: Vec<SocketAddr>,
+    /// A tmpfs of this many bytes mounted over the harness's directory before anything is
+    /// written there, so that containerd's root (the image filesystem), the kubelet's root and
+    /// its pod logs share one small filesystem a test can fill. Teardown unmounts it.
+    pub tmpfs_bytes: Option<u64>,
 }
 
 /// A running private containerd. Stop it with [`Containerd::stop`]; dropping it tears down too.
@@ -102,6 +106,17 @@ impl Containerd {
     pub async fn start(options: ContainerdOptions) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-ctrd-").tempdir_in("/tmp")?;
         let path = dir.path().to_path_buf();
+        if let Some(bytes) = options.tmpfs_bytes {
+            let data = format!("size={bytes},mode=0700");
+            nix::mount::mount(
+                Some("tmpfs"),
+                &path,
+                Some("tmpfs"),
+                nix::mount::MsFlags::empty(),
+                Some(data.as_str()),
+            )
+            .with_context(|| format!("mounting a tmpfs of {bytes} bytes on {}", path.display()))?;
+        }
         let mut rng = rand::rng();
         let id: String = (0..6).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect();
         let bridge = format!("e2e{id}");

@@ -1,14 +1,16 @@
-//! The eviction manager on real containerd: when the node filesystem is short (a threshold no
-//! filesystem meets: 99.99 % free), the node reports `DiskPressure`, the kubelet first removes
-//! dead containers and unused images, and then evicts the BestEffort pod before the pod
-//! within its ephemeral-storage request — phase `Failed`, reason `Evicted`, upstream's message
-//! and a `DisruptionTarget` condition — with a Warning `Evicted` event.
+//! The eviction manager on real containerd. On a test-made tmpfs holding the image filesystem,
+//! the kubelet's root and the pod logs: when a BestEffort pod fills it past a hard threshold the
+//! node reports `DiskPressure`, the kubelet first removes dead containers and unused images, and
+//! then evicts that pod rather than the one within its ephemeral-storage request — phase
+//! `Failed`, reason `Evicted`, upstream's message and a `DisruptionTarget` condition — with a
+//! Warning `Evicted` event; its emptyDir goes with it and the pressure lifts.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::time::Duration;
 
 use e2e::cluster::JoinedNode;
+use e2e::containerd::ContainerdOptions;
 use e2e::{eventually, require};
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::Api;
@@ -18,6 +20,7 @@ use proto::cri;
 const NODE: &str = "node-evict";
 const WAIT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(200);
+const TMPFS_BYTES: u64 = 256 << 20;
 
 fn pod(name: &str, restart: &str, command: &str, requests: serde_json::Value) -> Pod {
     serde_json::from_value(serde_json::json!({
@@ -39,74 +42,91 @@ async fn phase(pods: &Api<Pod>, name: &str) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn under_disk_pressure_dead_containers_and_unused_images_go_first_then_the_best_effort_pod() {
+async fn a_pod_filling_a_small_node_filesystem_is_evicted_after_dead_containers_and_unused_images_go()
+ {
     if !require::real_runtime(require::CONTAINERD_TOOLS) {
         return;
     }
-    let mut cluster = JoinedNode::start(NODE).await.unwrap();
+    // containerd's root (the image filesystem), the kubelet's root (emptyDir volumes) and the
+    // pod logs all on one 256 MiB tmpfs made for the test.
+    let options = ContainerdOptions { tmpfs_bytes: Some(TMPFS_BYTES), ..Default::default() };
+    let mut cluster = JoinedNode::start_on(NODE, options, &[], &[]).await.unwrap();
     let client = cluster.api.admin_client().await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let pp = PostParams::default();
     let sleep = "echo started; sleep 3600";
-    pods.create(&pp, &pod("best-effort", "Always", sleep, serde_json::json!({}))).await.unwrap();
     let within = serde_json::json!({"memory": "8Mi", "ephemeral-storage": "2Mi"});
     pods.create(&pp, &pod("within-request", "Always", sleep, within)).await.unwrap();
     pods.create(&pp, &pod("done", "Never", "echo done", serde_json::json!({}))).await.unwrap();
-    for (name, want) in
-        [("best-effort", "Running"), ("within-request", "Running"), ("done", "Succeeded")]
-    {
-        eventually(&format!("{name} {want}"), WAIT, POLL, || async {
-            (phase(&pods, name).await.as_deref() == Some(want)).then_some(())
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    for (name, want) in [("within-request", "Running"), ("done", "Succeeded")] {
+        wait_phase(&cluster, &pods, name, want).await;
     }
     let cri = cluster.containerd.client().await.unwrap();
-    let containers = |cri: proto::CriClient| async move {
-        cri.list_containers(cri::ListContainersRequest { filter: None }).await.unwrap().containers
-    };
-    let exited = containers(cri.clone())
-        .await
-        .into_iter()
-        .filter(|c| c.state == cri::ContainerState::ContainerExited as i32)
-        .count();
-    assert_eq!(exited, 1, "the finished pod's container stays until reclaimed");
+    assert_eq!(exited(&cri).await, 1, "the finished pod's container stays until reclaimed");
 
-    // Restart the kubelet with a node filesystem threshold no disk meets, images collectable
-    // at once.
+    // Restart the kubelet with a threshold of 64 MiB free on the node filesystem (the tmpfs
+    // has far more free now), a short transition period, and images collectable at once.
     let path = cluster.kubelet.config_path();
-    let config = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("nodefs.available: \"0%\"\n", "nodefs.available: \"99.99%\"\n")
-        .replace(
-            "imageGCHighThresholdPercent: 100\n",
-            "imageGCHighThresholdPercent: 100\nimageMinimumGCAge: 0s\n",
-        );
+    let config = std::fs::read_to_string(&path).unwrap().replace(
+        "imageGCHighThresholdPercent: 100\n",
+        "imageGCHighThresholdPercent: 100\nimageMinimumGCAge: 0s\n",
+    );
     std::fs::write(&path, config).unwrap();
     cluster.kubelet.stop();
-    cluster.kubelet.restart_with(&[]).unwrap();
-
+    cluster
+        .kubelet
+        .restart_with(&[
+            "--eviction-hard=memory.available<100Mi,nodefs.available<64Mi,nodefs.inodesFree<0%,imagefs.available<0%",
+            "--eviction-pressure-transition-period=5s",
+        ])
+        .unwrap();
+    let free = free_bytes(cluster.containerd.dir());
+    assert!(free > 128 << 20, "the tmpfs should have room before the filler: {free} bytes free");
     let nodes: Api<Node> = Api::all(client.clone());
+    eventually("the node Ready again", WAIT, POLL, || async {
+        let conditions = nodes.get(NODE).await.ok()?.status?.conditions?;
+        let ready = conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        let pressure = conditions.iter().any(|c| c.type_ == "DiskPressure" && c.status == "True");
+        (ready && !pressure).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+
+    // A BestEffort pod writes into its emptyDir until 32 MiB are left.
+    let fill = "avail=$(df -k /data | awk 'NR==2 {print $4}'); \
+        dd if=/dev/zero of=/data/fill bs=1024 count=$((avail - 32768)) 2>/dev/null; \
+        echo filled; sleep 3600";
+    let mut filler = pod("filler", "Always", fill, serde_json::json!({}));
+    let spec = filler.spec.as_mut().unwrap();
+    spec.volumes = Some(vec![
+        serde_json::from_value(serde_json::json!({"name": "data", "emptyDir": {}})).unwrap(),
+    ]);
+    spec.containers[0].volume_mounts = Some(vec![
+        serde_json::from_value(serde_json::json!({"name": "data", "mountPath": "/data"})).unwrap(),
+    ]);
+    pods.create(&pp, &filler).await.unwrap();
+
     eventually("DiskPressure", WAIT, POLL, || async {
         let conditions = nodes.get(NODE).await.ok()?.status?.conditions?;
         conditions.iter().any(|c| c.type_ == "DiskPressure" && c.status == "True").then_some(())
     })
     .await
     .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
-    let evicted = eventually("best-effort evicted", WAIT, POLL, || async {
-        let p = pods.get("best-effort").await.ok()?;
-        let s = p.status?;
+    let evicted = eventually("filler evicted", WAIT, POLL, || async {
+        let s = pods.get("filler").await.ok()?.status?;
         (s.phase.as_deref() == Some("Failed")).then_some(s)
     })
     .await
     .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
-    // One pod per round: the pod within its request still runs.
+    // One pod per round, the one using most beyond its request: the pod within its request
+    // still runs.
     assert_eq!(phase(&pods, "within-request").await.as_deref(), Some("Running"));
     assert_eq!(evicted.reason.as_deref(), Some("Evicted"));
     let message = evicted.message.clone().unwrap_or_default();
     assert!(
-        message
-            .starts_with("The node was low on resource: ephemeral-storage. Threshold quantity: "),
+        message.starts_with(
+            "The node was low on resource: ephemeral-storage. Threshold quantity: 64Mi, available: "
+        ),
         "{message}"
     );
     // Upstream's DisruptionTarget condition, with the same message.
@@ -117,30 +137,59 @@ async fn under_disk_pressure_dead_containers_and_unused_images_go_first_then_the
         Some(("True", Some("TerminationByKubelet"), Some(message.as_str()))),
         "{conditions:?}"
     );
-    // Reclaimed first: the dead container, and the images no container uses.
-    let exited = containers(cri.clone())
-        .await
-        .into_iter()
-        .filter(|c| c.state == cri::ContainerState::ContainerExited as i32)
-        .count();
-    assert!(exited <= 1, "only the evicted pod's container may be dead now: {exited}");
+    // Reclaimed before the eviction: the dead container, and the images no container uses.
+    assert!(exited(&cri).await <= 1, "only the evicted pod's container may be dead now");
     let images = cri.list_images(cri::ListImagesRequest { filter: None }).await.unwrap().images;
     let tags: Vec<String> = images.into_iter().flat_map(|i| i.repo_tags).collect();
     assert!(!tags.iter().any(|t| t.contains("busybox-httpd")), "unused image left: {tags:?}");
     assert!(tags.iter().any(|t| t.contains("busybox:1.35")), "the image in use went: {tags:?}");
+
+    // The evicted pod's emptyDir goes with it: the filesystem has room again and the
+    // pressure lifts once the transition period has passed.
+    eventually("DiskPressure lifted", WAIT, POLL, || async {
+        let conditions = nodes.get(NODE).await.ok()?.status?.conditions?;
+        conditions.iter().any(|c| c.type_ == "DiskPressure" && c.status == "False").then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+    let free = free_bytes(cluster.containerd.dir());
+    assert!(free > 128 << 20, "the filler's data should be gone: {free} bytes free");
 
     let events: Api<Event> = Api::namespaced(client, "default");
     let event = eventually("an Evicted event", WAIT, POLL, || async {
         let list = events.list(&ListParams::default()).await.ok()?;
         list.items.into_iter().find(|e| {
             e.reason.as_deref() == Some("Evicted")
-                && e.involved_object.name.as_deref() == Some("best-effort")
+                && e.involved_object.name.as_deref() == Some("filler")
         })
     })
     .await
     .unwrap();
     assert_eq!(event.type_.as_deref(), Some("Warning"));
     cluster.stop().await.unwrap();
+}
+
+async fn wait_phase(cluster: &JoinedNode, pods: &Api<Pod>, name: &str, want: &str) {
+    eventually(&format!("{name} {want}"), WAIT, POLL, || async {
+        (phase(pods, name).await.as_deref() == Some(want)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}", cluster.logs(&e.to_string())));
+}
+
+/// The runtime's exited containers.
+async fn exited(cri: &proto::CriClient) -> usize {
+    let list = cri.list_containers(cri::ListContainersRequest { filter: None }).await.unwrap();
+    list.containers
+        .into_iter()
+        .filter(|c| c.state == cri::ContainerState::ContainerExited as i32)
+        .count()
+}
+
+/// Bytes free to unprivileged users on the filesystem holding `dir`.
+fn free_bytes(dir: &std::path::Path) -> u64 {
+    let st = nix::sys::statvfs::statvfs(dir).unwrap();
+    st.blocks_available() * st.fragment_size()
 }
 
 /// A soft threshold: the node shows `DiskPressure` at once, but the pod goes only once the

@@ -18,8 +18,11 @@ async fn pulls_busybox_from_the_loopback_registry_through_cri() -> anyhow::Resul
     }
     let registry = Registry::start()?;
     let pushed = registry.push_test_images()?;
-    let containerd =
-        Containerd::start(ContainerdOptions { registries: vec![registry.addr()] }).await?;
+    let containerd = Containerd::start(ContainerdOptions {
+        registries: vec![registry.addr()],
+        ..Default::default()
+    })
+    .await?;
     let client = containerd.client().await?;
 
     let reference = registry.reference(TestImage::Busybox);

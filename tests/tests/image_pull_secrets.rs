@@ -94,8 +94,12 @@ async fn pulls_from_a_protected_registry_take_pull_secrets_or_the_nodes_config()
     let node_only =
         registry.push_test_image_as(TestImage::Busybox, "node-only/busybox:1.35").unwrap();
     let api = ApiServer::start_for_nodes(&[NODE]).unwrap();
-    let containerd =
-        Containerd::start(ContainerdOptions { registries: vec![registry.addr()] }).await.unwrap();
+    let containerd = Containerd::start(ContainerdOptions {
+        registries: vec![registry.addr()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     containerd.import_test_images().unwrap();
     // The node's own credentials, for the node-only path alone, where the kubelet's root
     // directory will be.
