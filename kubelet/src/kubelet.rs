@@ -274,6 +274,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         config.node_name.clone(),
     ));
     cm.start()?;
+    let cfs = cm.config().pod;
     let runtime = Arc::new(RuntimeManager::new(
         cri.clone(),
         RuntimeConfig {
@@ -309,7 +310,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         expected.push(Source::File);
         // Read once, before the first manifest is: the pods a kubelet (this one before a
         // restart, another build, upstream's) left running, to adopt those that match.
-        let running = match adoption::running_pods(&cri, Source::File.as_str()).await {
+        let running = match adoption::running_pods(&cri, Source::File.as_str(), cfs).await {
             Ok(running) => running,
             Err(error) => {
                 tracing::warn!(%error, "listing the running static pods to adopt; none is adopted");
@@ -337,7 +338,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             period: config.http_check_frequency,
             timeout: crate::config::http::fetch::TIMEOUT,
             recorder: recorder.clone(),
-            running: match adoption::running_pods(&cri, Source::Http.as_str()).await {
+            running: match adoption::running_pods(&cri, Source::Http.as_str(), cfs).await {
                 Ok(running) => running,
                 Err(error) => {
                     tracing::warn!(%error, "listing the running URL pods to adopt; none is adopted");

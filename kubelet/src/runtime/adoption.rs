@@ -80,6 +80,9 @@ pub struct RunningPod {
     pub identity: Option<String>,
     pub sandbox: SandboxRecord,
     pub containers: Vec<ContainerRecord>,
+    /// The node's CFS settings (`cpuCFSQuota`, its period), by which this kubelet would size
+    /// the pod's containers: their recorded resources are compared with what these give.
+    pub cfs: PodCgroupPolicy,
 }
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
@@ -187,7 +190,7 @@ impl ContainerRecord {
         }
     }
 
-    fn matches(&self, c: &Container, pod: &Pod) -> Result<(), Mismatch> {
+    fn matches(&self, c: &Container, pod: &Pod, cfs: &PodCgroupPolicy) -> Result<(), Mismatch> {
         let differs = |field| Mismatch::Container { container: self.name.clone(), field };
         if normalized(&self.image) != normalized(c.image.as_deref().unwrap_or_default()) {
             return Err(differs("image"));
@@ -233,9 +236,9 @@ impl ContainerRecord {
         }
         if let Some((shares, quota, memory)) = cfg.resources {
             let qos = pod.spec.as_ref().map_or(api::qos::QosClass::BestEffort, api::qos::pod_qos);
-            // A pod started under another `cpuCFSQuota`/period than upstream's defaults is
-            // not adopted (it is restarted).
-            let want = linux_resources(c, qos, 0, &PodCgroupPolicy::default());
+            // A pod started under other CFS settings than this node's is not adopted (it is
+            // restarted with this node's).
+            let want = linux_resources(c, qos, 0, cfs);
             if (want.cpu_shares, want.cpu_quota, want.memory_limit_in_bytes)
                 != (shares, quota, memory)
             {
@@ -288,15 +291,20 @@ impl RunningPod {
             let Some(c) = all.iter().find(|c| c.name == record.name) else {
                 return Err(Mismatch::UnknownContainer { container: record.name.clone() });
             };
-            record.matches(c, pod)?;
+            record.matches(c, pod, &self.cfs)?;
         }
         Ok(())
     }
 }
 
 /// The pods of `source` the runtime runs: each ready sandbox with that
-/// `kubernetes.io/config.source`, read verbosely with its containers.
-pub async fn running_pods(cri: &CriClient, source: &str) -> Result<Vec<RunningPod>, CallError> {
+/// `kubernetes.io/config.source`, read verbosely with its containers, to be judged under the
+/// node's CFS settings `cfs`.
+pub async fn running_pods(
+    cri: &CriClient,
+    source: &str,
+    cfs: PodCgroupPolicy,
+) -> Result<Vec<RunningPod>, CallError> {
     let ready = cri::PodSandboxFilter {
         state: Some(cri::PodSandboxStateValue { state: cri::PodSandboxState::SandboxReady as i32 }),
         ..Default::default()
@@ -367,6 +375,7 @@ pub async fn running_pods(cri: &CriClient, source: &str) -> Result<Vec<RunningPo
             identity: s.annotations.get(keys::STATIC_IDENTITY).cloned(),
             sandbox: SandboxRecord::from_cri(sandbox_status, config.as_ref()),
             containers,
+            cfs,
         });
     }
     pods.sort_by_key(RunningPod::full_name);

@@ -26,6 +26,7 @@ fn running(pod: &Pod, uid: &str, identity: Option<String>) -> RunningPod {
             image: format!("docker.io/library/{}", c.image.as_deref().unwrap()),
             config: None,
         }],
+        cfs: Default::default(),
     }
 }
 

@@ -37,7 +37,7 @@ impl Upstream {
     }
 
     async fn running(&self) -> Vec<RunningPod> {
-        running_pods(&self.cri, "file").await.unwrap()
+        running_pods(&self.cri, "file", PodCgroupPolicy::default()).await.unwrap()
     }
 }
 
@@ -130,5 +130,26 @@ async fn a_manifest_edited_since_names_what_differs() {
     for (i, (edit, want)) in cases.into_iter().enumerate() {
         let pod = manifest("rich", edit);
         assert_eq!(rich.matches(&pod), want, "case {i}");
+    }
+}
+
+#[tokio::test]
+async fn a_pod_sized_under_other_cfs_settings_than_the_nodes_is_not_adopted() {
+    let up = Upstream::start().await;
+    let pod = manifest("rich", |t| t);
+    let resources = Err(Mismatch::Container { container: "app".into(), field: "resources" });
+    // Upstream's kubelet made it with a 100 ms period and quotas on: a node with the same
+    // settings adopts it, one with a 50 ms period or `cpuCFSQuota: false` would size it
+    // otherwise.
+    for (cfs, want) in [
+        (PodCgroupPolicy::default(), Ok(())),
+        (
+            PodCgroupPolicy { cpu_period_us: 50_000, ..PodCgroupPolicy::default() },
+            resources.clone(),
+        ),
+        (PodCgroupPolicy { enforce_cpu_limits: false, ..PodCgroupPolicy::default() }, resources),
+    ] {
+        let pods = running_pods(&up.cri, "file", cfs).await.unwrap();
+        assert_eq!(by_name(&pods, "rich-node-a").matches(&pod), want, "{cfs:?}");
     }
 }
