@@ -399,7 +399,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             readings.clone(),
             config.pod_logs_dir.clone(),
         )
-        .with_cgroups(runtime.cm.clone()),
+        .with_cgroups(runtime.cm.clone(), tasks.clone()),
     );
     let state = ServerState {
         statuses: statuses.clone(),

@@ -44,8 +44,9 @@ use crate::metrics::KubeletMetrics;
 use crate::node_status::machine::ReadingSource;
 use crate::runtime::images::gc::ImageGcManager;
 use crate::runtime::remove_container_and_logs;
-use crate::stats::StatsProvider;
+use crate::stats::layers::Want;
 use crate::stats::summary::{FsStats, PodStats, Summary};
+use crate::stats::{Detail, StatsProvider};
 use crate::status::{PodFailure, StatusManager};
 
 /// How often the signals are observed (upstream's `monitoringInterval`).
@@ -264,7 +265,7 @@ impl EvictionManager {
             return Round::Calm;
         };
         let value = threshold.value;
-        let summary = match self.stats.summary(false).await {
+        let summary = match self.stats.summary(Detail::Full(Want::Now)).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "eviction manager: no stats to rank pods by");

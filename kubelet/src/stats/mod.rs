@@ -8,7 +8,9 @@
 //! - [`cri`]: pods and containers from CRI `ListPodSandboxStats` (or `ListContainerStats` from a
 //!   runtime that does not implement it) over the runtime's pods and running containers.
 //! - [`cgroup`]: pods' and containers' CPU, memory and processes read from their cgroups where
-//!   the kubelet makes them (as cAdvisor does for upstream), in CRI's form.
+//!   the kubelet makes them (as cAdvisor does for upstream), in CRI's form;
+//! - [`layers`]: the containers' writable layers from the runtime, recent ones for the summary
+//!   API and fresh ones for the eviction manager.
 //! - [`cpu`]: `usageNanoCores` from two samples, for what the runtime does not rate itself.
 //! - [`logs`]: the bytes and inodes of a container's log directory.
 //!
@@ -18,6 +20,7 @@
 pub mod cgroup;
 pub mod cpu;
 pub mod cri;
+pub mod layers;
 pub mod logs;
 pub mod node;
 pub mod summary;
@@ -27,12 +30,24 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use proto::{CallError, CriClient, cri as api};
+use tokio_util::task::TaskTracker;
 
 use crate::node_status::machine::ReadingSource;
 use cpu::{CpuUsageCache, Sample};
 use summary::{FsStats, NodeStats, RuntimeStats, Summary, Time};
 
 use crate::cm::ContainerManager;
+use layers::{Want, WritableLayers};
+
+/// What a summary carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Names, start times, CPU and memory alone (upstream's `only_cpu_and_memory=true`, and
+    /// what the resource metrics read).
+    CpuAndMemory,
+    /// Everything; where usage is read from cgroups, the writable layers as fresh as asked.
+    Full(Want),
+}
 
 /// Why there is no summary, worded as upstream's summary provider.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +60,8 @@ pub enum StatsError {
     ImageFs(#[source] CallError),
     #[error("failed to get imageFs stats: imageFs information is unavailable")]
     NoImageFs,
+    #[error("failed to list pod stats: the cgroup reads were cancelled (the kubelet is stopping)")]
+    Interrupted,
 }
 
 /// What the summary is made of, and the CPU samples kept between summaries.
@@ -57,8 +74,8 @@ pub struct StatsProvider {
     boot_time: Time,
     cpu: Mutex<CpuUsageCache>,
     /// Pod cgroups, read for pods' and containers' CPU, memory and processes where the kubelet
-    /// makes them (`cgroupsPerQOS`).
-    cgroups: Option<Arc<ContainerManager>>,
+    /// makes them (`cgroupsPerQOS`), and the runtime's writable-layer figures beside them.
+    cgroups: Option<(Arc<ContainerManager>, WritableLayers)>,
 }
 
 impl StatsProvider {
@@ -80,25 +97,28 @@ impl StatsProvider {
         }
     }
 
-    /// Reads pods' and containers' usage from their cgroups, when `cm` makes them.
-    pub fn with_cgroups(mut self, cm: Arc<ContainerManager>) -> Self {
-        self.cgroups = cm.config().layout.per_qos.then_some(cm);
+    /// Reads pods' and containers' usage from their cgroups, when `cm` makes them; the
+    /// writable layers' refreshes are owned by `tasks`.
+    pub fn with_cgroups(mut self, cm: Arc<ContainerManager>, tasks: TaskTracker) -> Self {
+        if cm.config().layout.per_qos {
+            self.cgroups = Some((cm, WritableLayers::new(self.cri.clone(), tasks)));
+        }
         self
     }
 
-    /// The summary; with `cpu_and_memory_only`, names, start times, CPU and memory alone
-    /// (upstream's `only_cpu_and_memory=true`, and what the resource metrics read).
-    pub async fn summary(&self, cpu_and_memory_only: bool) -> Result<Summary, StatsError> {
+    /// The summary, with what `detail` asks for.
+    pub async fn summary(&self, detail: Detail) -> Result<Summary, StatsError> {
+        let cpu_and_memory_only = detail == Detail::CpuAndMemory;
         let none = || api::ListPodSandboxRequest { filter: None };
         let (sandboxes, containers) = tokio::try_join!(
             self.cri.list_pod_sandbox(none()),
             self.cri.list_containers(api::ListContainersRequest { filter: None }),
         )
         .map_err(StatsError::List)?;
-        let listing = cri::Listing::new(sandboxes.items, containers.containers);
+        let listing = Arc::new(cri::Listing::new(sandboxes.items, containers.containers));
         let now = Time::now();
         let pod_stats = match &self.cgroups {
-            Some(cm) => Ok(self.cgroup_stats(cm, &listing, cpu_and_memory_only, now).await?),
+            Some((cm, layers)) => Ok(cgroup_stats(cm, layers, &listing, detail, now).await?),
             None => self.runtime_stats().await?,
         };
         let image_fs = if cpu_and_memory_only { None } else { Some(self.image_fs().await?) };
@@ -156,28 +176,6 @@ impl StatsProvider {
         Ok(Summary { node, pods })
     }
 
-    /// The pods' usage from their cgroups ([`cgroup`]); the writable layers from
-    /// `ListContainerStats` unless only CPU and memory are asked for.
-    async fn cgroup_stats(
-        &self,
-        cm: &ContainerManager,
-        listing: &cri::Listing,
-        cpu_and_memory_only: bool,
-        now: Time,
-    ) -> Result<Vec<api::PodSandboxStats>, StatsError> {
-        let mut layers = HashMap::new();
-        if !cpu_and_memory_only {
-            let r = api::ListContainerStatsRequest { filter: None };
-            let stats = self.cri.list_container_stats(r).await.map_err(StatsError::PodStats)?;
-            for s in stats.stats {
-                if let (Some(a), Some(layer)) = (s.attributes, s.writable_layer) {
-                    layers.insert(a.id, layer);
-                }
-            }
-        }
-        Ok(cgroup::sandbox_stats(listing, cm, &layers, now.0))
-    }
-
     /// The pods' usage as the runtime reports it: `ListPodSandboxStats`, or summed from
     /// `ListContainerStats` (`Err`) where the runtime lacks or fails the first.
     async fn runtime_stats(
@@ -214,6 +212,30 @@ impl StatsProvider {
             ..Default::default()
         };
         Ok((stats, fs.fs_id.map(|id| id.mountpoint)))
+    }
+}
+
+/// The pods' usage from their cgroups ([`cgroup`], read off the async workers); the writable
+/// layers from the runtime as `detail` asks.
+async fn cgroup_stats(
+    cm: &Arc<ContainerManager>,
+    layers: &WritableLayers,
+    listing: &Arc<cri::Listing>,
+    detail: Detail,
+    now: Time,
+) -> Result<Vec<api::PodSandboxStats>, StatsError> {
+    let layers = match detail {
+        Detail::CpuAndMemory => Arc::default(),
+        Detail::Full(want) => layers.get(want).await.map_err(StatsError::PodStats)?,
+    };
+    let (cm, listing) = (cm.clone(), listing.clone());
+    let read = tokio::task::spawn_blocking(move || {
+        cgroup::sandbox_stats(&listing, &cm, &layers, now.0, cgroup::readers())
+    });
+    match read.await {
+        Ok(stats) => Ok(stats),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(StatsError::Interrupted),
     }
 }
 

@@ -5,6 +5,7 @@ use proto::{ClientOptions, CriClient};
 
 use super::*;
 use crate::test_cri::put;
+use layers::Want;
 
 const IMAGE: &str = "busybox:1.35";
 
@@ -75,7 +76,7 @@ async fn the_summary_carries_the_node_and_every_running_container_with_its_pod()
     rig.uses(&nginx, 3_000, 1 << 20);
     rig.uses(&sidecar, 1_000, 1 << 10);
 
-    let s = rig.provider.summary(false).await.unwrap();
+    let s = rig.provider.summary(Detail::Full(Want::Now)).await.unwrap();
     let n = &s.node;
     assert_eq!((n.node_name.as_str(), n.start_time), ("node-a", Time::from_seconds(1_700_000_000)));
     let cpu = n.cpu.as_ref().unwrap();
@@ -117,7 +118,7 @@ async fn the_summary_carries_the_node_and_every_running_container_with_its_pod()
     // The fake runtime opened each container's log: the directory and its `0.log`.
     assert_eq!(c.logs.as_ref().unwrap().inodes_used, Some(2));
     std::fs::remove_dir_all(rig.dir.path().join("pods/default_web_uid-web/sidecar")).unwrap();
-    let s = rig.provider.summary(false).await.unwrap();
+    let s = rig.provider.summary(Detail::Full(Want::Now)).await.unwrap();
     assert_eq!(s.pods[0].containers[1].logs, None, "no log directory, no figures");
 }
 
@@ -126,7 +127,7 @@ async fn cpu_and_memory_only_skips_the_disks_and_the_image_filesystem() {
     let rig = Rig::new().await;
     let web = rig.sandbox("web").await;
     rig.container(&web, "nginx", true).await;
-    let s = rig.provider.summary(true).await.unwrap();
+    let s = rig.provider.summary(Detail::CpuAndMemory).await.unwrap();
     assert_eq!(rig.fake.runtime().calls(Rpc::ImageFsInfo), 0);
     assert!(s.node.fs.is_none() && s.node.runtime.is_none() && s.node.rlimit.is_none());
     let c = &s.pods[0].containers[0];
@@ -143,7 +144,7 @@ async fn a_runtime_without_sandbox_stats_is_summed_from_container_stats() {
     rig.uses(&b, 20, 200);
     let unimplemented = tonic::Status::unimplemented("unknown method ListPodSandboxStats");
     rig.fake.runtime().fail_next(Rpc::ListPodSandboxStats, unimplemented);
-    let s = rig.provider.summary(true).await.unwrap();
+    let s = rig.provider.summary(Detail::CpuAndMemory).await.unwrap();
     assert_eq!(rig.fake.runtime().calls(Rpc::ListContainerStats), 1);
     let p = &s.pods[0];
     assert_eq!(p.containers.len(), 2);
@@ -157,12 +158,12 @@ async fn runtime_errors_are_the_summarys_named_with_the_call() {
     let fake = rig.fake.runtime();
     // A sandbox the runtime cannot read: the pods are summed from container stats instead.
     fake.fail_next(Rpc::ListPodSandboxStats, tonic::Status::unknown("cgroups: cgroup deleted"));
-    rig.provider.summary(false).await.unwrap();
+    rig.provider.summary(Detail::Full(Want::Now)).await.unwrap();
     assert_eq!(fake.calls(Rpc::ListContainerStats), 1);
     // Both failing: the error is the first call's.
     fake.fail_next(Rpc::ListPodSandboxStats, tonic::Status::unavailable("runtime is restarting"));
     fake.fail_next(Rpc::ListContainerStats, tonic::Status::unavailable("runtime is restarting"));
-    let e = rig.provider.summary(false).await.unwrap_err().to_string();
+    let e = rig.provider.summary(Detail::Full(Want::Now)).await.unwrap_err().to_string();
     assert!(
         e.starts_with("failed to list pod stats: CRI ListPodSandboxStats")
             && e.contains("runtime is restarting"),
@@ -171,7 +172,7 @@ async fn runtime_errors_are_the_summarys_named_with_the_call() {
     assert_eq!(fake.calls(Rpc::ListContainerStats), 2, "tried as the fallback");
 
     fake.fail_next(Rpc::ListContainers, tonic::Status::internal("boom"));
-    let e = rig.provider.summary(true).await.unwrap_err().to_string();
+    let e = rig.provider.summary(Detail::CpuAndMemory).await.unwrap_err().to_string();
     assert!(
         e.starts_with(
             "failed to list pod stats: failed to get pod or container map: CRI ListContainers"
@@ -180,8 +181,8 @@ async fn runtime_errors_are_the_summarys_named_with_the_call() {
     );
 
     fake.fail_next(Rpc::ImageFsInfo, tonic::Status::internal("no snapshotter"));
-    let e = rig.provider.summary(false).await.unwrap_err().to_string();
+    let e = rig.provider.summary(Detail::Full(Want::Now)).await.unwrap_err().to_string();
     assert!(e.starts_with("failed to get imageFs stats: CRI ImageFsInfo"), "{e}");
     // The next one succeeds: nothing was left broken.
-    assert!(rig.provider.summary(false).await.is_ok());
+    assert!(rig.provider.summary(Detail::Full(Want::Now)).await.is_ok());
 }

@@ -18,7 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::request::text_error;
-use crate::stats::StatsProvider;
+use crate::stats::layers::Want;
+use crate::stats::{Detail, StatsProvider};
 
 pub use crate::metrics::text::TEXT_FORMAT;
 
@@ -32,7 +33,9 @@ async fn summary(
     State(stats): State<Arc<StatsProvider>>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> Response {
-    match stats.summary(only_cpu_and_memory(&query)).await {
+    let detail =
+        if only_cpu_and_memory(&query) { Detail::CpuAndMemory } else { Detail::Full(Want::Recent) };
+    match stats.summary(detail).await {
         Ok(s) => Json(s).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "/stats/summary");
@@ -42,7 +45,7 @@ async fn summary(
 }
 
 async fn resource_metrics(State(stats): State<Arc<StatsProvider>>) -> Response {
-    let summary = stats.summary(true).await;
+    let summary = stats.summary(Detail::CpuAndMemory).await;
     if let Err(e) = &summary {
         tracing::error!(error = %e, "getting the summary for /metrics/resource");
     }
