@@ -14,8 +14,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::KubeletError;
 use crate::cm::allocatable::{Capacity, Reservable};
-use crate::cm::manager::NodeResources;
-use crate::cm::{CgroupFs, ContainerManager};
+use crate::cm::manager::{NodeResources, StartError};
+use crate::cm::systemd::SystemdCgroups;
+use crate::cm::{CgroupDriver, CgroupFs, Cgroups, ContainerManager};
 use crate::config::Source;
 use crate::config::apiserver::ApiSource;
 use crate::config::checkpoint::Checkpoints;
@@ -263,8 +264,15 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     let node_config = config.node_config().map_err(|e| {
         crate::config::kubelet_config::ConfigError::Invalid { field: e.field, reason: e.reason }
     })?;
+    let cgroupfs = CgroupFs::new(Path::new("/sys/fs/cgroup").to_path_buf());
+    let cgroups: Arc<dyn Cgroups> = match node_config.layout.driver {
+        CgroupDriver::Cgroupfs => Arc::new(cgroupfs),
+        CgroupDriver::Systemd => {
+            Arc::new(SystemdCgroups::open(Path::new("/"), cgroupfs).map_err(StartError::from)?)
+        }
+    };
     let cm = Arc::new(ContainerManager::new(
-        Arc::new(CgroupFs::new(Path::new("/sys/fs/cgroup").to_path_buf())),
+        cgroups,
         node_config,
         NodeResources {
             capacity: node_capacity(&machine, &first_sample),
