@@ -191,10 +191,27 @@ async fn image_fs_dir(cri: &CriClient) -> Option<PathBuf> {
     dir
 }
 
+/// The host's cgroups through the configured driver: the cgroupfs at `/sys/fs/cgroup`, or
+/// systemd's slices (refused where systemd is not the init system).
+fn host_cgroups(driver: CgroupDriver) -> Result<Arc<dyn Cgroups>, StartError> {
+    let cgroupfs = CgroupFs::new(Path::new("/sys/fs/cgroup").to_path_buf());
+    Ok(match driver {
+        CgroupDriver::Cgroupfs => Arc::new(cgroupfs),
+        CgroupDriver::Systemd => Arc::new(SystemdCgroups::open(Path::new("/"), cgroupfs)?),
+    })
+}
+
 /// Runs the kubelet until `stop` is cancelled. Pods keep running after it returns.
 pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), KubeletError> {
     config.validate()?;
     let watchdog_timeout = crate::watchdog::timeout_from_env()?;
+    // `validate` checked the settings.
+    let node_config = config.node_config().map_err(|e| {
+        crate::config::kubelet_config::ConfigError::Invalid { field: e.field, reason: e.reason }
+    })?;
+    // The cgroup driver before anything waits for the runtime, as upstream makes its container
+    // manager first.
+    let cgroups = host_cgroups(node_config.layout.driver)?;
     let endpoint: UnixEndpoint = config.container_runtime_endpoint.parse()?;
     let options =
         ClientOptions { call_timeout: config.runtime_request_timeout, ..ClientOptions::default() };
@@ -259,17 +276,6 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
                 allocatable.allocatable(Reservable::Memory, machine.memory_bytes),
             ),
         },
-    };
-    // `validate` checked the settings.
-    let node_config = config.node_config().map_err(|e| {
-        crate::config::kubelet_config::ConfigError::Invalid { field: e.field, reason: e.reason }
-    })?;
-    let cgroupfs = CgroupFs::new(Path::new("/sys/fs/cgroup").to_path_buf());
-    let cgroups: Arc<dyn Cgroups> = match node_config.layout.driver {
-        CgroupDriver::Cgroupfs => Arc::new(cgroupfs),
-        CgroupDriver::Systemd => {
-            Arc::new(SystemdCgroups::open(Path::new("/"), cgroupfs).map_err(StartError::from)?)
-        }
     };
     let cm = Arc::new(ContainerManager::new(
         cgroups,
