@@ -185,6 +185,28 @@ impl CgroupLayout {
         last.strip_prefix("pod").filter(|uid| !uid.is_empty()).map(str::to_string)
     }
 
+    /// A container's cgroup under its pod's, as the runtime names it: `<pod>/<id>` (cgroupfs),
+    /// or the scope among `children` (the pod's) that the runtime's systemd driver named
+    /// `<prefix>-<id>.scope` (containerd's `cri-containerd`, CRI-O's `crio`), containerd's when
+    /// none is there.
+    pub fn container_cgroup(&self, pod: &str, id: &str, children: &[String]) -> String {
+        let pod = pod.trim_end_matches('/');
+        match self.driver {
+            CgroupDriver::Cgroupfs => format!("{pod}/{id}"),
+            CgroupDriver::Systemd => {
+                let scope = children.iter().find(|c| {
+                    c.strip_suffix(".scope")
+                        .and_then(|n| n.strip_suffix(id))
+                        .is_some_and(|prefix| prefix.ends_with('-'))
+                });
+                match scope {
+                    Some(scope) => format!("{pod}/{scope}"),
+                    None => format!("{pod}/cri-containerd-{id}.scope"),
+                }
+            }
+        }
+    }
+
     /// Every place a pod's own cgroup may be (its QoS is unknown for pods found only in the
     /// runtime): what removing the pod removes. None without `cgroupsPerQOS`.
     pub fn all_pod_cgroups(&self, uid: &str) -> Vec<String> {

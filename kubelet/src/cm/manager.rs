@@ -254,6 +254,18 @@ impl ContainerManager {
         self.config.layout.all_pod_cgroups(uid).into_iter().find(|p| self.cgroups.exists(p))
     }
 
+    /// Where each of a pod's containers is, by container ID (see
+    /// [`super::CgroupLayout::container_cgroup`]); the pod's children read once, for systemd's
+    /// scopes.
+    pub fn container_cgroups(&self, pod: &str) -> impl Fn(&str) -> String + '_ {
+        let children = match self.config.layout.driver {
+            super::CgroupDriver::Systemd => self.cgroups.children(pod),
+            super::CgroupDriver::Cgroupfs => Vec::new(),
+        };
+        let pod = pod.to_string();
+        move |id| self.config.layout.container_cgroup(&pod, id, &children)
+    }
+
     /// What a cgroup's processes use (see [`super::cgroupfs::CgroupUsage`]).
     pub fn usage(&self, path: &str) -> Option<super::cgroupfs::CgroupUsage> {
         self.cgroups.usage(path)

@@ -110,3 +110,18 @@ fn reads_the_pod_uid_back_from_a_child_cgroup_name() {
     assert_eq!(sd.pod_uid("kubepods-podu.scope"), None, "not a slice");
     assert!(sd.all_pod_cgroups("u").iter().all(|p| p.ends_with("-podu.slice")));
 }
+
+#[test]
+fn a_containers_cgroup_is_named_as_the_runtimes_driver_names_it() {
+    let fs = layout("/", CgroupDriver::Cgroupfs);
+    assert_eq!(fs.container_cgroup("/kubepods/podu", "abc", &[]), "/kubepods/podu/abc");
+    let sd = layout("/", CgroupDriver::Systemd);
+    let pod = "/kubepods.slice/kubepods-podu.slice";
+    let children = ["crio-abc.scope".to_string(), "cri-containerd-xabc.scope".to_string()];
+    assert_eq!(sd.container_cgroup(pod, "abc", &children), format!("{pod}/crio-abc.scope"));
+    assert_eq!(
+        sd.container_cgroup(pod, "def", &children),
+        format!("{pod}/cri-containerd-def.scope"),
+        "containerd's name when the scope is not there"
+    );
+}
