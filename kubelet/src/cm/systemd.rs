@@ -66,6 +66,19 @@ pub trait Systemd: Send + Sync + std::fmt::Debug {
     fn set_properties(&self, unit: &str, properties: &[Property]) -> Result<(), SystemdError>;
     /// `StopUnit(unit, "replace")`; a unit systemd does not know is fine.
     fn stop_unit(&self, unit: &str) -> Result<(), SystemdError>;
+    /// The manager's `Version` as a number (`v245.4-1.fc32` is 245); `None` when unknown.
+    fn version(&self) -> Option<u32>;
+}
+
+/// runc's `systemdVersionAtoi`: the first number, after an optional `v`.
+pub fn parse_version(text: &str) -> Option<u32> {
+    let digits: String = text
+        .trim_start_matches('v')
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 /// Why the systemd driver cannot be used here.
@@ -89,9 +102,27 @@ pub fn check_booted(root: &Path) -> Result<(), DriverError> {
     }
 }
 
+/// What the properties depend on: the cgroup hierarchy and systemd's version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flavor {
+    /// The unified (v2) hierarchy: `CPUWeight`, `MemoryMax`, `IOAccounting`.
+    pub v2: bool,
+    /// systemd's version (the manager's `Version`), when known.
+    pub version: Option<u32>,
+}
+
+impl Flavor {
+    /// `CPUQuotaPeriodUSec` is systemd's since v242 (runc leaves it out before, and when the
+    /// version is unknown; the cgroupfs file still gets the period).
+    fn quota_period(&self) -> bool {
+        self.version.is_some_and(|v| v >= 242)
+    }
+}
+
 /// The limits of `config` as unit properties (runc's `genV1ResourcesProperties` and
 /// `genV2ResourcesProperties` for what the kubelet sets).
-pub fn resource_properties(config: &ResourceConfig, v2: bool) -> Vec<Property> {
+pub fn resource_properties(config: &ResourceConfig, flavor: Flavor) -> Vec<Property> {
+    let v2 = flavor.v2;
     let mut out = Vec::new();
     let unlimited_if_not_positive = |v: i64| u64::try_from(v).ok().filter(|v| *v > 0);
     if let Some(memory) = config.memory {
@@ -108,7 +139,7 @@ pub fn resource_properties(config: &ResourceConfig, v2: bool) -> Vec<Property> {
     // runc's addCpuQuota: the period as given; the quota per second rounded up to 10 ms (what
     // systemd keeps as a whole percentage), unlimited when not positive.
     let (quota, period) = (config.cpu_quota.unwrap_or(0), config.cpu_period.unwrap_or(0));
-    if period != 0 {
+    if period != 0 && flavor.quota_period() {
         out.push(prop("CPUQuotaPeriodUSec", Value::U64(period)));
     }
     if quota != 0 || period != 0 {
@@ -135,8 +166,9 @@ pub fn start_properties(
     unit: &str,
     parent: &str,
     config: &ResourceConfig,
-    v2: bool,
+    flavor: Flavor,
 ) -> Vec<Property> {
+    let v2 = flavor.v2;
     let mut out = vec![
         prop("Description", Value::Str(format!("libcontainer container {unit}"))),
         prop("Wants", Value::Strs(vec![parent.to_string()])),
@@ -146,7 +178,7 @@ pub fn start_properties(
         prop("TasksAccounting", Value::Bool(true)),
         prop("DefaultDependencies", Value::Bool(false)),
     ];
-    out.extend(resource_properties(config, v2));
+    out.extend(resource_properties(config, flavor));
     out
 }
 
@@ -175,6 +207,10 @@ impl SystemdCgroups {
         Self { fs, systemd }
     }
 
+    fn flavor(&self) -> Flavor {
+        Flavor { v2: self.fs.is_v2(), version: self.systemd.version() }
+    }
+
     /// The driver on this host: refused unless systemd is the init system under `root` (`/`),
     /// then systemd on the system bus (`DBUS_SYSTEM_BUS_ADDRESS`, else its socket).
     pub fn open(root: &Path, fs: CgroupFs) -> Result<Self, DriverError> {
@@ -191,7 +227,7 @@ impl Cgroups for SystemdCgroups {
 
     fn create(&self, path: &str, config: &ResourceConfig) -> Result<(), CgroupError> {
         if let Some((unit, parent)) = unit_of(path) {
-            let properties = start_properties(unit, parent, config, self.fs.is_v2());
+            let properties = start_properties(unit, parent, config, self.flavor());
             self.systemd.start_unit(unit, &properties)?;
         }
         self.fs.create(path, config)
@@ -199,7 +235,7 @@ impl Cgroups for SystemdCgroups {
 
     fn update(&self, path: &str, config: &ResourceConfig) -> Result<(), CgroupError> {
         if let Some((unit, _)) = unit_of(path) {
-            let properties = resource_properties(config, self.fs.is_v2());
+            let properties = resource_properties(config, self.flavor());
             if !properties.is_empty() {
                 self.systemd.set_properties(unit, &properties)?;
             }

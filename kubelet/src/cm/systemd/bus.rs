@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use zbus::zvariant::{OwnedObjectPath, Value as Variant};
 
-use super::{DriverError, Property, Systemd, SystemdError, Value};
+use super::{DriverError, Property, Systemd, SystemdError, Value, parse_version};
 
 const SYSTEMD1: &str = "org.freedesktop.systemd1";
 const SYSTEMD1_PATH: &str = "/org/freedesktop/systemd1";
@@ -30,6 +30,8 @@ pub struct SystemdBus {
     handle: tokio::runtime::Handle,
     conn: zbus::Connection,
     timeout: Duration,
+    /// The manager's `Version`, asked once.
+    version: std::sync::OnceLock<Option<u32>>,
 }
 
 impl Drop for SystemdBus {
@@ -94,7 +96,13 @@ impl SystemdBus {
         })
         .map_err(|e| DriverError::Connect(boxed(e)))?;
         let handle = runtime.handle().clone();
-        Ok(Self { runtime: Some(runtime), handle, conn, timeout: JOB_TIMEOUT })
+        Ok(Self {
+            runtime: Some(runtime),
+            handle,
+            conn,
+            timeout: JOB_TIMEOUT,
+            version: std::sync::OnceLock::new(),
+        })
     }
 
     /// Waits at most `timeout` for each job (tests shorten it).
@@ -212,6 +220,20 @@ impl Systemd for SystemdBus {
                     Ok(())
                 }
                 Ok(Some(None)) => Err(SystemdError::StopTimeout { unit }),
+            }
+        })
+    }
+
+    fn version(&self) -> Option<u32> {
+        *self.version.get_or_init(|| {
+            let asked: zbus::Result<String> =
+                self.block_on(async { self.manager().await?.get_property("Version").await });
+            match asked {
+                Ok(text) => parse_version(&text),
+                Err(e) => {
+                    tracing::warn!(error = %e, "unable to get systemd version");
+                    None
+                }
             }
         })
     }

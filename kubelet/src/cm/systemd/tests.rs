@@ -52,7 +52,14 @@ impl Systemd for FakeSystemd {
         self.calls.lock().unwrap().push(Call::Stop(unit.into()));
         Ok(())
     }
+
+    fn version(&self) -> Option<u32> {
+        Some(255)
+    }
 }
+
+const V2: Flavor = Flavor { v2: true, version: Some(255) };
+const V1: Flavor = Flavor { v2: false, version: Some(255) };
 
 /// A v2 cgroupfs in a temp dir (the unified hierarchy: `cgroup.controllers` at the root).
 fn v2() -> (tempfile::TempDir, CgroupFs) {
@@ -82,7 +89,7 @@ fn a_new_slice_gets_runcs_properties_then_its_limits() {
         memory: Some(64 << 20),
         pids: Some(100),
     };
-    let v2 = start_properties("kubepods-podu.slice", "kubepods.slice", &config, true);
+    let v2 = start_properties("kubepods-podu.slice", "kubepods.slice", &config, V2);
     assert_eq!(
         names(&v2),
         [
@@ -108,7 +115,7 @@ fn a_new_slice_gets_runcs_properties_then_its_limits() {
     assert_eq!(u64_of(&v2, "CPUWeight"), Some(39));
     assert_eq!(u64_of(&v2, "CPUQuotaPerSecUSec"), Some(500_000), "half a CPU");
     assert_eq!(u64_of(&v2, "TasksMax"), Some(100));
-    let v1 = start_properties("a.slice", "-.slice", &config, false);
+    let v1 = start_properties("a.slice", "-.slice", &config, V1);
     assert!(names(&v1).contains(&"BlockIOAccounting"));
     assert_eq!(u64_of(&v1, "MemoryLimit"), Some(64 << 20));
     assert_eq!(u64_of(&v1, "CPUShares"), Some(1024));
@@ -119,7 +126,7 @@ fn a_new_slice_gets_runcs_properties_then_its_limits() {
 fn quotas_round_up_to_ten_milliseconds_and_unset_limits_are_infinite() {
     let quota = |q, p| {
         let c = ResourceConfig { cpu_quota: q, cpu_period: p, ..ResourceConfig::default() };
-        u64_of(&resource_properties(&c, true), "CPUQuotaPerSecUSec")
+        u64_of(&resource_properties(&c, V2), "CPUQuotaPerSecUSec")
     };
     assert_eq!(quota(Some(1000), Some(100_000)), Some(10_000), "1 ms a period, 1 %");
     assert_eq!(quota(Some(1500), Some(100_000)), Some(20_000), "15 ms a second, up to 20");
@@ -128,12 +135,26 @@ fn quotas_round_up_to_ten_milliseconds_and_unset_limits_are_infinite() {
     assert_eq!(quota(None, None), None);
     let unlimited =
         ResourceConfig { memory: Some(-1), pids: Some(-1), ..ResourceConfig::default() };
-    let props = resource_properties(&unlimited, true);
+    let props = resource_properties(&unlimited, V2);
     assert_eq!(
         (u64_of(&props, "MemoryMax"), u64_of(&props, "TasksMax")),
         (Some(INFINITY), Some(INFINITY))
     );
-    assert!(resource_properties(&ResourceConfig::default(), true).is_empty());
+    assert!(resource_properties(&ResourceConfig::default(), V2).is_empty());
+}
+
+#[test]
+fn the_quota_period_is_sent_to_systemd_242_and_later_only() {
+    let c =
+        ResourceConfig { cpu_quota: Some(5000), cpu_period: Some(50_000), ..Default::default() };
+    let with = |version| names(&resource_properties(&c, Flavor { v2: true, version }));
+    assert_eq!(with(Some(242)), ["CPUQuotaPeriodUSec", "CPUQuotaPerSecUSec"]);
+    assert_eq!(with(Some(239)), ["CPUQuotaPerSecUSec"], "RHEL 8's systemd");
+    assert_eq!(with(None), ["CPUQuotaPerSecUSec"], "unknown, as runc");
+    assert_eq!(parse_version("v245.4-1.fc32"), Some(245));
+    assert_eq!(parse_version("245"), Some(245));
+    assert_eq!(parse_version("245-1.fc32"), Some(245));
+    assert_eq!(parse_version("unknown"), None);
 }
 
 #[test]
