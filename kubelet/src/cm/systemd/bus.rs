@@ -88,13 +88,20 @@ impl SystemdBus {
             .build()
             .map_err(connect_error)?;
         let address = address.map(str::to_string);
-        let conn = run(runtime.handle(), async move {
+        let connected = run(runtime.handle(), async move {
             match address {
                 Some(a) => zbus::connection::Builder::address(a.as_str())?.build().await,
                 None => zbus::Connection::system().await,
             }
-        })
-        .map_err(|e| DriverError::Connect(boxed(e)))?;
+        });
+        let conn = match connected {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Dropped on a caller's runtime, a runtime would panic.
+                runtime.shutdown_background();
+                return Err(DriverError::Connect(boxed(e)));
+            }
+        };
         let handle = runtime.handle().clone();
         Ok(Self {
             runtime: Some(runtime),

@@ -298,8 +298,9 @@ async fn a_failed_or_unanswered_job_is_an_error_and_the_unit_is_reset() {
     assert!(bus.seen().starts.iter().all(|(u, ..)| u != "there.slice"));
 }
 
-#[test]
-fn a_bus_that_is_not_there_is_a_connect_error() {
+// On a runtime, as the kubelet's start calls it.
+#[tokio::test]
+async fn a_bus_that_is_not_there_is_a_connect_error() {
     let dir = tempfile::tempdir().unwrap();
     let address = format!("unix:path={}", dir.path().join("none").display());
     let err = SystemdBus::at(&address).unwrap_err();
