@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks kubectl-lite beside the real kubectl v1.35 (release builds of kubectl-lite and
-# apiserver-lite): the wall time and peak RSS of `get pods` with 100 pods and `get pods -A` with
+# apiserver-lite): the wall time and peak RSS of `get pods` with 100 pods, `apply -f` of 50
+# documents (each run configuring all 50) and `get pods -A` with
 # 10,000, each command run the same number of times, alternating, with a warm discovery cache
 # for both (hack/bench_kubectl.py). Options go to the Python script (--runs N, --pods N).
 set -euo pipefail

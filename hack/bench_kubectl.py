@@ -2,7 +2,9 @@
 """Times kubectl-lite and the real kubectl running the same commands against one apiserver.
 
 Each command is run --runs times per tool, alternating tools, after one untimed run each that
-warms both discovery caches (each tool has its own HOME). Wall time is measured around the
+warms both discovery caches (each tool has its own HOME). The apply case applies a file of 50
+ConfigMaps whose annotation changes every run, so every run of either tool reads and patches
+all 50 (`configured`), as an edited manifest set is re-applied. Wall time is measured around the
 process; peak RSS is the child's ru_maxrss from wait4. Prints medians and the ratio.
 Only the standard library; hack/bench-kubectl.sh starts the server and calls this.
 """
@@ -40,6 +42,30 @@ def pods_list(namespace, n):
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
+def apply_file(work, namespace, run_id):
+    """50 ConfigMaps as multi-document YAML (JSON is YAML), annotated with `run_id`."""
+    docs = [
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": f"cm-{i:02d}",
+                    "namespace": namespace,
+                    "labels": {"app": "bench"},
+                    "annotations": {"bench/run": str(run_id)},
+                },
+                "data": {"key": f"value-{i}", "other": "x" * 64},
+            }
+        )
+        for i in range(50)
+    ]
+    f = os.path.join(work, "apply.yaml")
+    with open(f, "w") as fh:
+        fh.write("\n---\n".join(docs) + "\n")
+    return f
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kubeconfig", required=True)
@@ -70,19 +96,26 @@ def main():
 
     setup("bench100", 100)
     setup("bench", a.pods - 100)
+    run(a.lite, homes["lite"], a.kubeconfig, ["create", "-f", ns_file("bench-apply")])
+    runs = iter(range(1_000_000))
+
+    def apply_args():
+        return ["apply", "-f", apply_file(a.work, "bench-apply", next(runs))]
+
     cases = [
-        ("get pods (100 pods)", ["get", "pods", "-n", "bench100"]),
-        (f"get pods -A ({a.pods:,} pods)", ["get", "pods", "-A"]),
+        ("get pods (100 pods)", lambda: ["get", "pods", "-n", "bench100"]),
+        ("apply -f (50 documents, each configured)", apply_args),
+        (f"get pods -A ({a.pods:,} pods)", lambda: ["get", "pods", "-A"]),
     ]
     print(f"runs per tool: {a.runs}; medians; kubectl-lite / kubectl")
     for label, args in cases:
         for name in tools:  # warm the discovery caches
-            run(tools[name], homes[name], a.kubeconfig, args)
+            run(tools[name], homes[name], a.kubeconfig, args())
         walls = {n: [] for n in tools}
         rss = {n: [] for n in tools}
         for _ in range(a.runs):
             for name in tools:
-                w, r = run(tools[name], homes[name], a.kubeconfig, args)
+                w, r = run(tools[name], homes[name], a.kubeconfig, args())
                 walls[name].append(w)
                 rss[name].append(r)
         lw, kw = statistics.median(walls["lite"]), statistics.median(walls["kubectl"])

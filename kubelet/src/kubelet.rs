@@ -14,8 +14,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::KubeletError;
 use crate::cm::allocatable::{Capacity, Reservable};
-use crate::cm::manager::NodeResources;
-use crate::cm::{CgroupFs, ContainerManager};
+use crate::cm::manager::{NodeResources, StartError};
+use crate::cm::systemd::SystemdCgroups;
+use crate::cm::{CgroupDriver, CgroupFs, Cgroups, ContainerManager};
 use crate::config::Source;
 use crate::config::apiserver::ApiSource;
 use crate::config::checkpoint::Checkpoints;
@@ -190,10 +191,27 @@ async fn image_fs_dir(cri: &CriClient) -> Option<PathBuf> {
     dir
 }
 
+/// The host's cgroups through the configured driver: the cgroupfs at `/sys/fs/cgroup`, or
+/// systemd's slices (refused where systemd is not the init system).
+fn host_cgroups(driver: CgroupDriver) -> Result<Arc<dyn Cgroups>, StartError> {
+    let cgroupfs = CgroupFs::new(Path::new("/sys/fs/cgroup").to_path_buf());
+    Ok(match driver {
+        CgroupDriver::Cgroupfs => Arc::new(cgroupfs),
+        CgroupDriver::Systemd => Arc::new(SystemdCgroups::open(Path::new("/"), cgroupfs)?),
+    })
+}
+
 /// Runs the kubelet until `stop` is cancelled. Pods keep running after it returns.
 pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), KubeletError> {
     config.validate()?;
     let watchdog_timeout = crate::watchdog::timeout_from_env()?;
+    // `validate` checked the settings.
+    let node_config = config.node_config().map_err(|e| {
+        crate::config::kubelet_config::ConfigError::Invalid { field: e.field, reason: e.reason }
+    })?;
+    // The cgroup driver before anything waits for the runtime, as upstream makes its container
+    // manager first.
+    let cgroups = host_cgroups(node_config.layout.driver)?;
     let endpoint: UnixEndpoint = config.container_runtime_endpoint.parse()?;
     let options =
         ClientOptions { call_timeout: config.runtime_request_timeout, ..ClientOptions::default() };
@@ -259,12 +277,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             ),
         },
     };
-    // `validate` checked the settings.
-    let node_config = config.node_config().map_err(|e| {
-        crate::config::kubelet_config::ConfigError::Invalid { field: e.field, reason: e.reason }
-    })?;
     let cm = Arc::new(ContainerManager::new(
-        Arc::new(CgroupFs::new(Path::new("/sys/fs/cgroup").to_path_buf())),
+        cgroups,
         node_config,
         NodeResources {
             capacity: node_capacity(&machine, &first_sample),

@@ -221,7 +221,13 @@ async fn bad_cgroup_settings_stop_the_start_naming_the_field_and_reason() {
             &["--cgroup-root=/e2e-no-such-cgroup"],
             "invalid configuration: cgroup-root \"/e2e-no-such-cgroup\" doesn't exist",
         ),
-        ("cgroupDriver: systemd\n", &[], "cgroupDriver \"systemd\" is not supported"),
+        // This host (as CI's container) is not booted with systemd: the driver is refused (its
+        // root a slice, as the systemd driver takes it).
+        (
+            "cgroupDriver: systemd\n",
+            &["--cgroup-root=e2e_refused.slice"],
+            "cgroups: cgroupDriver: systemd needs systemd as the init system (no /run/systemd/system); set cgroupDriver: cgroupfs",
+        ),
         (
             "enforceNodeAllocatable: [pods, system-reserved]\n",
             &[],
@@ -234,7 +240,14 @@ async fn bad_cgroup_settings_stop_the_start_naming_the_field_and_reason() {
         ),
         ("qosReserved:\n  memory: ten%\n", &[], "qosReserved: failed to parse percentage \"ten%\""),
     ];
+    let systemd_booted = std::path::Path::new("/run/systemd/system").is_dir();
     for (config, flags, want) in cases {
+        if systemd_booted && config.starts_with("cgroupDriver: systemd") {
+            eprintln!(
+                "not checked here: systemd is the init system, so cgroupDriver: systemd runs"
+            );
+            continue;
+        }
         let log = refused(&containerd, config, flags).await;
         assert!(log.contains(want), "{config}{flags:?}: want {want:?} in:\n{log}");
     }

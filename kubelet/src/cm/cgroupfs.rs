@@ -25,6 +25,9 @@ pub enum CgroupError {
     Write { path: PathBuf, value: String, source: std::io::Error },
     #[error("removing cgroup {}: {source}", path.display())]
     Remove { path: PathBuf, source: std::io::Error },
+    /// The systemd driver's call for the cgroup's unit.
+    #[error(transparent)]
+    Systemd(#[from] super::systemd::SystemdError),
 }
 
 /// The cgroup filesystem boundary. Paths are cgroup names (`/kubepods/burstable/pod<uid>`).

@@ -1,5 +1,6 @@
 //! The container manager's cgroup work, as upstream's `containerManagerImpl` with its pod and
-//! QoS container managers (cgroupfs driver):
+//! QoS container managers, through [`Cgroups`] (the cgroupfs, or systemd's slices with the
+//! systemd driver) and with the names of [`super::CgroupLayout`]:
 //! - at start ([`ContainerManager::start`]), `cgroupRoot` must exist; `kubepods` is made under
 //!   it, limited to allocatable when `enforceNodeAllocatable` has `pods` (capacity less
 //!   `systemReserved` and `kubeReserved`, as upstream's `getNodeAllocatableInternalAbsolute`) or
@@ -37,6 +38,8 @@ pub enum StartError {
     ReservedMissing { what: &'static str, cgroup: String },
     #[error("setting up the kubelet's cgroups: {0}")]
     Cgroup(#[from] CgroupError),
+    #[error("cgroupDriver: {0}")]
+    Driver(#[from] super::systemd::DriverError),
 }
 
 /// What the QoS cgroups are sized from, per pod.
@@ -143,9 +146,8 @@ impl ContainerManager {
         if !self.config.layout.per_qos {
             return Ok(());
         }
-        let root = &self.config.layout.root;
-        if !self.cgroups.exists(root) {
-            return Err(StartError::RootMissing(root.clone()));
+        if !self.cgroups.exists(&self.config.layout.root_cgroup()) {
+            return Err(StartError::RootMissing(self.config.layout.root.clone()));
         }
         let kubepods = self.kubepods();
         let limits = self.kubepods_config();
@@ -252,6 +254,18 @@ impl ContainerManager {
         self.config.layout.all_pod_cgroups(uid).into_iter().find(|p| self.cgroups.exists(p))
     }
 
+    /// Where each of a pod's containers is, by container ID (see
+    /// [`super::CgroupLayout::container_cgroup`]); the pod's children read once, for systemd's
+    /// scopes.
+    pub fn container_cgroups(&self, pod: &str) -> impl Fn(&str) -> String + '_ {
+        let children = match self.config.layout.driver {
+            super::CgroupDriver::Systemd => self.cgroups.children(pod),
+            super::CgroupDriver::Cgroupfs => Vec::new(),
+        };
+        let pod = pod.to_string();
+        move |id| self.config.layout.container_cgroup(&pod, id, &children)
+    }
+
     /// What a cgroup's processes use (see [`super::cgroupfs::CgroupUsage`]).
     pub fn usage(&self, path: &str) -> Option<super::cgroupfs::CgroupUsage> {
         self.cgroups.usage(path)
@@ -283,15 +297,15 @@ impl ContainerManager {
         ];
         for level in levels {
             for child in self.cgroups.children(&level) {
-                let Some(uid) = child.strip_prefix("pod") else { continue };
-                if known(uid) {
+                let Some(uid) = self.config.layout.pod_uid(&child) else { continue };
+                if known(&uid) {
                     continue;
                 }
                 let path = format!("{}/{child}", level.trim_end_matches('/'));
                 match self.cgroups.remove(&path) {
                     Ok(()) => {
                         tracing::info!(path, "removed the cgroup of a pod no longer known");
-                        removed.push(uid.to_string());
+                        removed.push(uid);
                     }
                     Err(e) => tracing::debug!(path, error = %e, "orphaned pod cgroup stays"),
                 }

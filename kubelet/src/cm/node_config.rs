@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::CgroupLayout;
+use super::layout::{CgroupDriver, CgroupLayout, check_systemd_root};
 use super::resources::PodCgroupPolicy;
 
 /// How a reserved cgroup (`systemReservedCgroup`, `kubeReservedCgroup`) is held to its
@@ -50,7 +50,11 @@ pub struct NodeConfig {
 impl Default for NodeConfig {
     fn default() -> Self {
         Self {
-            layout: CgroupLayout { root: "/".into(), per_qos: true },
+            layout: CgroupLayout {
+                root: "/".into(),
+                per_qos: true,
+                driver: CgroupDriver::Cgroupfs,
+            },
             enforcement: Enforcement::default(),
             qos_reserved_memory: None,
             pod: PodCgroupPolicy::default(),
@@ -62,6 +66,8 @@ impl Default for NodeConfig {
 #[derive(Debug, Clone, Default)]
 pub struct NodeConfigInput<'a> {
     pub cgroup_root: &'a str,
+    /// `cgroupDriver` as written (empty: `cgroupfs`).
+    pub cgroup_driver: &'a str,
     pub cgroups_per_qos: bool,
     /// `None`: upstream's default (`pods`).
     pub enforce_node_allocatable: Option<&'a [String]>,
@@ -94,6 +100,7 @@ const NONE: &str = "none";
 
 impl NodeConfig {
     pub fn parse(input: &NodeConfigInput<'_>) -> Result<Self, NodeConfigError> {
+        let driver = parse_driver(input.cgroup_driver, input.cgroup_root)?;
         let default_keys = [PODS.to_string()];
         let keys = input.enforce_node_allocatable.unwrap_or(&default_keys);
         let field = "enforceNodeAllocatable";
@@ -197,11 +204,42 @@ impl NodeConfig {
             layout: CgroupLayout {
                 root: input.cgroup_root.to_string(),
                 per_qos: input.cgroups_per_qos,
+                driver,
             },
             enforcement,
             qos_reserved_memory,
             pod,
         })
+    }
+}
+
+/// `cgroupDriver`, and `cgroupRoot` in the driver's form: an absolute path for cgroupfs, `/` or
+/// a slice for systemd.
+fn parse_driver(driver: &str, root: &str) -> Result<CgroupDriver, NodeConfigError> {
+    let driver = match driver {
+        "" => CgroupDriver::Cgroupfs,
+        other => CgroupDriver::parse(other).ok_or_else(|| {
+            refuse(
+                "cgroupDriver",
+                format!(
+                    "invalid configuration: cgroupDriver {other:?}: must be cgroupfs or systemd"
+                ),
+            )
+        })?,
+    };
+    match driver {
+        CgroupDriver::Cgroupfs if !root.starts_with('/') => {
+            Err(refuse("cgroupRoot", "must be an absolute cgroup path"))
+        }
+        CgroupDriver::Systemd => check_systemd_root(root).map(|()| driver).map_err(|e| {
+            refuse(
+                "cgroupRoot",
+                format!(
+                    "invalid configuration: cgroupRoot {root:?} must be / or a systemd slice with cgroupDriver: systemd: {e}"
+                ),
+            )
+        }),
+        CgroupDriver::Cgroupfs => Ok(driver),
     }
 }
 
@@ -348,5 +386,38 @@ mod tests {
         i.cpu_cfs_quota_period = Some(Duration::from_secs(2));
         let err = NodeConfig::parse(&i).unwrap_err();
         assert!(err.reason.contains("must be between 1ms and 1sec"), "{err}");
+    }
+
+    #[test]
+    fn the_driver_decides_the_form_cgroup_root_takes() {
+        let parse = |driver, root| {
+            let mut i = input(None);
+            (i.cgroup_driver, i.cgroup_root) = (driver, root);
+            NodeConfig::parse(&i)
+        };
+        assert_eq!(parse("", "/").unwrap().layout.driver, CgroupDriver::Cgroupfs);
+        assert_eq!(parse("cgroupfs", "/x").unwrap().layout.driver, CgroupDriver::Cgroupfs);
+        let systemd = parse("systemd", "/").unwrap().layout;
+        assert_eq!(
+            (systemd.driver, systemd.kubepods().as_str()),
+            (CgroupDriver::Systemd, "/kubepods.slice")
+        );
+        assert_eq!(parse("systemd", "kubelet.slice").unwrap().layout.root, "kubelet.slice");
+        let err = parse("cgroupfs", "kubelet.slice").unwrap_err();
+        assert_eq!(
+            (err.field, err.reason.as_str()),
+            ("cgroupRoot", "must be an absolute cgroup path")
+        );
+        let err = parse("systemd", "/kubelet").unwrap_err();
+        assert_eq!(err.field, "cgroupRoot");
+        assert!(
+            err.reason.ends_with("with cgroupDriver: systemd: invalid slice name: kubelet"),
+            "{err}"
+        );
+        let err = parse("Systemd", "/").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cgroupDriver: invalid configuration: cgroupDriver \"Systemd\": must be cgroupfs or systemd"
+        );
     }
 }

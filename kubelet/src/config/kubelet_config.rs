@@ -408,7 +408,7 @@ pub enum ConfigError {
     #[error("kubelet config {path}: kind must be KubeletConfiguration, not {kind:?}")]
     Kind { path: PathBuf, kind: String },
     #[error(
-        "kubelet config {path}: cgroupDriver {driver:?} is not supported: this kubelet makes pod cgroups through cgroupfs only; set cgroupDriver: cgroupfs (and SystemdCgroup = false in the runtime's runc options)"
+        "kubelet config {path}: cgroupDriver {driver:?} is not supported: set cgroupDriver: cgroupfs or systemd (as the runtime's runc options: SystemdCgroup = true for systemd)"
     )]
     CgroupDriver { path: PathBuf, driver: String },
     #[error("kubelet config: {field}: {reason}")]
@@ -444,6 +444,7 @@ impl KubeletConfig {
     pub fn node_config(&self) -> Result<NodeConfig, NodeConfigError> {
         NodeConfig::parse(&NodeConfigInput {
             cgroup_root: &self.cgroup_root,
+            cgroup_driver: &self.cgroup_driver,
             cgroups_per_qos: self.cgroups_per_qos,
             enforce_node_allocatable: self.enforce_node_allocatable.as_deref(),
             system_reserved_cgroup: self.system_reserved_cgroup.as_deref(),
@@ -523,9 +524,6 @@ impl KubeletConfig {
                 "authorization.mode",
                 "Webhook asks the apiserver about each caller (SubjectAccessReview), and a standalone kubelet (no --kubeconfig) has none: set authorization.mode: AlwaysAllow to let every authenticated caller use the API, or join an apiserver",
             );
-        }
-        if !self.cgroup_root.starts_with('/') {
-            return invalid("cgroupRoot", "must be an absolute cgroup path");
         }
         if let Err(e) = self.node_config() {
             return invalid(e.field, &e.reason);

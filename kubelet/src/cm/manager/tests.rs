@@ -40,7 +40,11 @@ fn manager(fs: Arc<CgroupFs>, config: NodeConfig, node: NodeResources) -> Contai
 
 fn config(root: &str) -> NodeConfig {
     NodeConfig {
-        layout: crate::cm::CgroupLayout { root: root.into(), per_qos: true },
+        layout: crate::cm::CgroupLayout {
+            root: root.into(),
+            per_qos: true,
+            driver: crate::cm::CgroupDriver::Cgroupfs,
+        },
         ..NodeConfig::default()
     }
 }
@@ -190,7 +194,11 @@ fn without_cgroups_per_qos_nothing_is_made_or_removed() {
     let dir = tempfile::tempdir().unwrap();
     let fs = Arc::new(CgroupFs::new(dir.path().to_path_buf()));
     let c = NodeConfig {
-        layout: crate::cm::CgroupLayout { root: "/x".into(), per_qos: false },
+        layout: crate::cm::CgroupLayout {
+            root: "/x".into(),
+            per_qos: false,
+            driver: crate::cm::CgroupDriver::Cgroupfs,
+        },
         enforcement: Enforcement { pods: false, ..Enforcement::default() },
         ..NodeConfig::default()
     };

@@ -10,7 +10,9 @@ impl KubeletConfigFile {
         if let Some(kind) = file.kind.as_ref().filter(|k| *k != "KubeletConfiguration") {
             return Err(ConfigError::Kind { path: path.into(), kind: kind.clone() });
         }
-        if let Some(driver) = file.cgroup_driver.as_ref().filter(|d| *d != "cgroupfs") {
+        if let Some(driver) =
+            file.cgroup_driver.as_ref().filter(|d| crate::cm::CgroupDriver::parse(d).is_none())
+        {
             return Err(ConfigError::CgroupDriver { path: path.into(), driver: driver.clone() });
         }
         let eviction = |field| {

@@ -45,8 +45,24 @@ fn bad_files_name_the_file_and_the_problem() {
     assert!(err.to_string().contains("often"), "{err}");
     let err = KubeletConfigFile::parse(p, "maxPods: -3\n").unwrap_err();
     assert!(err.to_string().contains("kubelet.yaml"), "{err}");
-    let err = KubeletConfigFile::parse(p, "cgroupDriver: systemd\n").unwrap_err();
-    assert!(err.to_string().contains("systemd"), "{err}");
+    let err = KubeletConfigFile::parse(p, "cgroupDriver: upstart\n").unwrap_err();
+    assert!(err.to_string().contains("\"upstart\" is not supported"), "{err}");
+}
+
+#[test]
+fn cgroup_driver_systemd_is_read_with_a_slice_for_cgroup_root() {
+    let p = Path::new("k.yaml");
+    let file =
+        KubeletConfigFile::parse(p, "cgroupDriver: systemd\ncgroupRoot: kubelet.slice\n").unwrap();
+    let mut c = KubeletConfig { node_name: "node-a".into(), ..KubeletConfig::default() };
+    file.apply(&mut c);
+    assert_eq!((c.cgroup_driver.as_str(), c.cgroup_root.as_str()), ("systemd", "kubelet.slice"));
+    c.validate().unwrap();
+    let layout = c.node_config().unwrap().layout;
+    assert_eq!(layout.kubepods(), "/kubelet.slice/kubelet-kubepods.slice");
+    c.cgroup_root = "/kubelet".into();
+    let err = c.validate().unwrap_err().to_string();
+    assert!(err.starts_with("kubelet config: cgroupRoot: "), "{err}");
 }
 
 #[test]
