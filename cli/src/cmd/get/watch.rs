@@ -17,14 +17,6 @@ use crate::printers::watch::{ObjectWatch, TableWatch};
 use crate::printers::{Output, table};
 use crate::watch::{EventType, Events};
 
-/// kubectl's builder's answer to nothing named.
-const NOTHING_NAMED: &str = "You must provide one or more resources by argument or filename.
-Example resource specifications include:
-   '-f rsrc.yaml'
-   '--filename=rsrc.json'
-   '<resource> <name>'
-   '<resource>'";
-
 /// The printer of the whole watch.
 enum Printer {
     Table(TableWatch),
@@ -110,7 +102,7 @@ pub async fn run(f: &Factory, a: &Args, output: &Output) -> Result<()> {
         all_namespaces: a.all_namespaces,
     };
     if a.args.is_empty() && a.filenames.is_empty() {
-        return Err(CliError::Usage(NOTHING_NAMED.into()));
+        return Err(CliError::Usage(builder::NOTHING_NAMED.into()));
     }
     let (targets, errors) = builder::targets(f, &sel).await?;
     if let Some(e) = errors.into_iter().next() {
@@ -119,7 +111,7 @@ pub async fn run(f: &Factory, a: &Args, output: &Output) -> Result<()> {
     let resource = match targets.first() {
         Some(Target::Object(i)) => i.resource.clone(),
         Some(Target::Collection(c)) => c.resource.clone(),
-        None => return Err(CliError::Usage(NOTHING_NAMED.into())),
+        None => return Err(CliError::Usage(builder::NOTHING_NAMED.into())),
     };
     let single_type = targets.iter().all(|t| match t {
         Target::Object(i) => i.resource.group_resource() == resource.group_resource(),
