@@ -49,6 +49,8 @@ const SCRIPT: &[(&str, &[&str])] = &[
     ("sed -i 's/\"a\": \"1\"/\"a\": \"2\"/'", &["edit", "cm", "conf", "-o", "json"]),
     ("sed -i 's/^  a: \"2\"$/  a: \"3\"/'", &["edit", "configmap/conf", "-o", "yaml"]),
     ("sed -i 's/^  name: seed$/  name: other/'", &["edit", "pod", "seed"]),
+    ("sed -i 's/app: w2/app: w3/'", &["edit", "pod", "seed", "--save-config", "--output-patch"]),
+    ("sed -i 's/app: w3/app: w4/'", &["edit", "pod", "seed", "--windows-line-endings"]),
     ("fix-on-reopen.sh", &["edit", "pod", "seed"]),
     ("break.sh", &["edit", "pod", "seed"]),
     ("sed -i d", &["edit", "pod", "seed"]),
@@ -98,6 +100,9 @@ fn mask(text: &str, ns: &str) -> String {
         (r#"(?m)^(\s*"?uid"?: ).*"#, "${1}<uid>"),
         (r#"(?m)^(\s*"?resourceVersion"?: ).*"#, "${1}<rv>"),
         (r#"(?m)^(\s*"?(creationTimestamp|time)"?: ).*"#, "${1}<time>"),
+        // The same inside the last-applied annotation's JSON, escaped in a patch or not.
+        (r#"\\"(namespace|uid|resourceVersion|creationTimestamp|time)\\":\\"[^\\]*\\""#, "<m>"),
+        (r#""(namespace|uid|resourceVersion|creationTimestamp|time)":"[^"]*""#, "<m>"),
     ];
     let mut t = text.replace(&format!("tools-{ns}"), "tools");
     for (re, to) in rules {

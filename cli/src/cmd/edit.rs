@@ -40,6 +40,12 @@ pub struct Args {
     /// Name of the manager used to track field ownership.
     #[arg(long, default_value = "kubectl-edit")]
     pub field_manager: String,
+    /// Save the object's configuration in its last-applied annotation (for a later `apply`).
+    #[arg(long)]
+    pub save_config: bool,
+    /// Write the file with Windows line endings (CRLF).
+    #[arg(long)]
+    pub windows_line_endings: bool,
 }
 
 /// One object being edited: where it lives and what it was.
@@ -116,6 +122,9 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
             text.push_str(&body);
         }
         let before = std::mem::take(&mut edited);
+        if a.windows_line_endings {
+            text = text.replace("\r\n", "\n").replace('\n', "\r\n");
+        }
         let path = temp_file(if json { ".json" } else { ".yaml" }, &text)?;
         edited = launch(&path)?;
         if contains_error && file::content(&before) == file::content(&edited) {
@@ -257,7 +266,18 @@ async fn patch_one(
         return Err(CliError::Usage(format!("no original object found for {}", fmt::json(edited))));
     };
     let before = without_managed_fields(&original.object);
-    let after = without_managed_fields(edited);
+    let after = if a.save_config {
+        // kubectl annotates the edited object with its managedFields put back.
+        let mut restored = edited.clone();
+        if let Some(mf) = original.object["metadata"].get("managedFields")
+            && let Some(m) = restored.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            m.insert("managedFields".into(), mf.clone());
+        }
+        without_managed_fields(&crate::cmd::apply::with_last_applied(&restored))
+    } else {
+        without_managed_fields(edited)
+    };
     let kind_name = format!("{}/{}", original.resource.group_kind_lower(), original.name);
     if before == after {
         print_result(a, &kind_name, "skipped", &original.object);
