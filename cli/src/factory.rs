@@ -83,7 +83,17 @@ impl Factory {
         path: &str,
     ) -> Result<impl futures::Stream<Item = std::result::Result<bytes::Bytes, kube::Error>> + use<>>
     {
-        let res = self.response(Method::GET, path, None, "*/*").await?;
+        self.stream_accepting(path, "*/*").await
+    }
+
+    /// [`stream`](Self::stream) asking for `accept` (a watch of `Table` events).
+    pub async fn stream_accepting(
+        &self,
+        path: &str,
+        accept: &str,
+    ) -> Result<impl futures::Stream<Item = std::result::Result<bytes::Bytes, kube::Error>> + use<>>
+    {
+        let res = self.response(Method::GET, path, None, accept).await?;
         Ok(res.into_body().into_data_stream())
     }
 

@@ -59,6 +59,11 @@ pub async fn get(f: &Factory, a: get::Args) -> Result<()> {
             "-l, --field-selector and -f are not served by a kubelet's API (--kubelet)".into(),
         ));
     }
+    if a.watch || a.watch_only {
+        return Err(CliError::Usage(
+            "--watch and --watch-only are not served by a kubelet's API (--kubelet): it has no watch".into(),
+        ));
+    }
     let Some((what, names)) = a.args.split_first() else {
         return Err(CliError::Usage(format!("{SERVED}: name what to get")));
     };

@@ -5,7 +5,8 @@
 //! and `modified` dropped. Lists with a merge key (from [`api::schema`], the table apiserver-lite
 //! merges by) are diffed per item, with `$patch: delete` for removed items and
 //! `$setElementOrder/<list>` for the order; sets of scalars with `$deleteFromPrimitiveList/`;
-//! `retainKeys` fields with `$retainKeys`; other lists are replaced whole. Pure.
+//! `retainKeys` fields with `$retainKeys`; other lists are replaced whole. [`two_way`] is
+//! the two-way patch (`kubectl edit`'s). Pure.
 
 use api::schema::{self, ListType};
 use serde_json::{Map, Value};
@@ -33,6 +34,15 @@ pub fn three_way(
     let deletions =
         diff_maps(original, modified, Options { ignore_changes: true, ..Options::NONE })?;
     Ok(merge_map(deletions, delta))
+}
+
+/// The patch taking `original` to `modified` (upstream's `CreateTwoWayMergePatch`, as
+/// `kubectl edit` sends it): changes and deletions alike; empty when they agree.
+pub fn two_way(
+    original: &Map<String, Value>,
+    modified: &Map<String, Value>,
+) -> Result<Map<String, Value>, PatchError> {
+    diff_maps(original, modified, Options::NONE)
 }
 
 #[derive(Debug, Clone, Copy)]

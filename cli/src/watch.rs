@@ -3,6 +3,9 @@
 //! the watch reports, handed to a step function until it says done. A watch the server ends
 //! (or answers with an `ERROR` event, such as an expired resource version) is re-listed and
 //! re-opened, so a long wait survives the server's watch timeout.
+//!
+//! [`Events`] cuts a watch response body into lines and [`decode`]s each into a
+//! [`WatchEvent`]; `get --watch` reads its watches through them too.
 
 use futures::StreamExt;
 use serde_json::Value;
@@ -29,7 +32,90 @@ pub enum Step<T> {
     Continue,
 }
 
-/// A watch event line, as the server streams them (`{"type": …, "object": …}`).
+/// A watch event's type, as the server names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Error,
+}
+
+impl EventType {
+    /// The name on the wire (`ADDED`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+            EventType::Bookmark => "BOOKMARK",
+            EventType::Error => "ERROR",
+        }
+    }
+}
+
+/// One decoded watch event line: its type and its object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchEvent {
+    pub kind: EventType,
+    pub object: Value,
+}
+
+/// A watch event line (`{"type": …, "object": …}`); `None` when it is no event.
+pub fn decode(line: &[u8]) -> Option<WatchEvent> {
+    let mut v = serde_json::from_slice::<Value>(line).ok()?;
+    let kind = match v["type"].as_str()? {
+        "ADDED" => EventType::Added,
+        "MODIFIED" => EventType::Modified,
+        "DELETED" => EventType::Deleted,
+        "BOOKMARK" => EventType::Bookmark,
+        "ERROR" => EventType::Error,
+        _ => return None,
+    };
+    Some(WatchEvent { kind, object: v["object"].take() })
+}
+
+/// A watch response body cut into event lines as its chunks arrive.
+pub struct Events<S> {
+    body: S,
+    buf: Vec<u8>,
+}
+
+impl<S> std::fmt::Debug for Events<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events").field("buffered", &self.buf.len()).finish_non_exhaustive()
+    }
+}
+
+impl<S> Events<S>
+where
+    S: futures::Stream<Item = std::result::Result<bytes::Bytes, kube::Error>> + Unpin,
+{
+    pub fn new(body: S) -> Self {
+        Events { body, buf: Vec::new() }
+    }
+
+    /// The next event line's decoding (`Some(None)`: a line that is no event); `None` when
+    /// the stream ended or broke.
+    pub async fn next(&mut self) -> Option<Option<WatchEvent>> {
+        loop {
+            if let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=end).collect();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                return Some(decode(&line));
+            }
+            match self.body.next().await {
+                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// A watch event line, as `until` follows it.
 #[derive(Debug, PartialEq)]
 enum Event {
     Observed(Observation),
@@ -39,15 +125,15 @@ enum Event {
     Restart,
 }
 
-fn event(line: &[u8]) -> Event {
-    let Ok(v) = serde_json::from_slice::<Value>(line) else {
-        return Event::Restart;
-    };
-    let object = v["object"].clone();
-    match v["type"].as_str() {
-        Some("ADDED" | "MODIFIED") => Event::Observed(Observation::Changed(object)),
-        Some("DELETED") => Event::Observed(Observation::Deleted(object)),
-        Some("BOOKMARK") => Event::Bookmark,
+fn event(e: Option<WatchEvent>) -> Event {
+    match e {
+        Some(WatchEvent { kind: EventType::Added | EventType::Modified, object }) => {
+            Event::Observed(Observation::Changed(object))
+        }
+        Some(WatchEvent { kind: EventType::Deleted, object }) => {
+            Event::Observed(Observation::Deleted(object))
+        }
+        Some(WatchEvent { kind: EventType::Bookmark, .. }) => Event::Bookmark,
         _ => Event::Restart,
     }
 }
@@ -72,25 +158,16 @@ pub async fn until<T>(
             "{collection}?fieldSelector={selector}&watch=true&resourceVersion={}&allowWatchBookmarks=true",
             encode(rv)
         );
-        let mut body = f.stream(&url).await?;
-        let mut buf: Vec<u8> = Vec::new();
-        'watch: while let Some(chunk) = body.next().await {
-            let Ok(chunk) = chunk else { break };
-            buf.extend_from_slice(&chunk);
-            while let Some(end) = buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=end).collect();
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                match event(&line) {
-                    Event::Bookmark => {}
-                    Event::Observed(o) => {
-                        if let Step::Done(t) = step(o)? {
-                            return Ok(t);
-                        }
+        let mut events = Events::new(f.stream(&url).await?);
+        while let Some(e) = events.next().await {
+            match event(e) {
+                Event::Bookmark => {}
+                Event::Observed(o) => {
+                    if let Step::Done(t) = step(o)? {
+                        return Ok(t);
                     }
-                    Event::Restart => break 'watch,
                 }
+                Event::Restart => break,
             }
         }
     }
@@ -128,6 +205,7 @@ mod tests {
     #[test]
     fn watch_lines_become_observations_and_errors_restart_the_watch() {
         let added = br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#;
+        let event = |line: &[u8]| event(decode(line));
         assert_eq!(
             event(added),
             Event::Observed(Observation::Changed(json!({"metadata": {"name": "a"}})))

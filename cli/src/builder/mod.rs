@@ -52,6 +52,14 @@ pub enum Target {
     Collection(Collection),
 }
 
+/// kubectl's builder's answer to a command line that names nothing.
+pub const NOTHING_NAMED: &str = "You must provide one or more resources by argument or filename.
+Example resource specifications include:
+   '-f rsrc.yaml'
+   '--filename=rsrc.json'
+   '<resource> <name>'
+   '<resource>'";
+
 /// What the command line named.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {

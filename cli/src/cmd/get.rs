@@ -1,9 +1,11 @@
 //! `get`: tables from the server's `Table` (kubectl asks `as=Table` and prints what the server
 //! computed), or the objects as JSON, YAML or names. Objects not found are reported after the
 //! others are printed. `--sort-by` (`sort`) orders each table's rows by a field of the full
-//! objects the table then carries (`includeObject=Object`), or the listed objects.
+//! objects the table then carries (`includeObject=Object`), or the listed objects. `--watch`,
+//! `--watch-only` and `--output-watch-events` go to `watch`: the list, then its changes.
 
 pub mod sort;
+pub mod watch;
 
 use std::sync::Arc;
 
@@ -60,6 +62,16 @@ pub struct Args {
     /// Sort list types using this field specification (a JSONPath expression, `{.metadata.name}`).
     #[arg(long)]
     pub sort_by: Option<String>,
+    /// After listing/getting the requested object, watch for changes.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// Watch for changes to the requested object(s), without listing/getting first.
+    #[arg(long)]
+    pub watch_only: bool,
+    /// Output watch event objects when --watch or --watch-only is used. Existing objects are
+    /// output as initial ADDED events.
+    #[arg(long)]
+    pub output_watch_events: bool,
 }
 
 /// One type's table: the rows of every target of that type under one header.
@@ -77,6 +89,14 @@ enum Got {
 
 pub async fn run(f: &Factory, a: Args) -> Result<()> {
     let output = Output::parse(a.output.as_deref())?;
+    if a.output_watch_events && !(a.watch || a.watch_only) {
+        return Err(CliError::Usage(
+            "--output-watch-events option can only be used with --watch or --watch-only".into(),
+        ));
+    }
+    if a.watch || a.watch_only {
+        return watch::run(f, &a, &output).await;
+    }
     if a.args.is_empty() && a.filenames.is_empty() {
         return Err(CliError::Usage(
             "You must specify the type of resource to get. Use \"kubectl api-resources\" for a complete list of supported resources.".into(),

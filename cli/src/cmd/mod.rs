@@ -16,6 +16,7 @@ pub mod delete;
 pub mod describe;
 pub mod drain;
 pub mod dryrun;
+pub mod edit;
 pub mod exec;
 pub mod get;
 pub mod label;
@@ -64,6 +65,8 @@ enum Command {
     Describe(describe::Args),
     /// Delete resources by file names, stdin, resources and names, or by resources and label selector.
     Delete(delete::Args),
+    /// Edit a resource on the server.
+    Edit(edit::Args),
     /// Print the logs for a container in a pod.
     Logs(logs::Args),
     /// Execute a command in a container.
@@ -166,6 +169,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Apply(a) => apply::run(f, a).await,
         Command::Describe(a) => describe::run(f, a).await,
         Command::Delete(a) => delete::run(f, a).await,
+        Command::Edit(a) => edit::run(f, a).await,
         Command::Logs(a) => logs::run(f, a).await,
         Command::Exec(a) => exec::run(f, a).await,
         Command::Attach(a) => attach::run(f, a).await,

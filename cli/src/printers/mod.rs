@@ -1,12 +1,14 @@
 //! Output as kubectl prints it: `-o` parsed once into [`Output`]; tables from the server's
 //! `Table` ([`table`]); objects as JSON the way Go's `json.MarshalIndent` writes them
 //! ([`json`]); YAML as go-yaml v2 writes it ([`yaml`]); `-o name`; templates
-//! ([`jsonpath`]) and columns of JSONPath expressions ([`custom_columns`]).
+//! ([`jsonpath`]) and columns of JSONPath expressions ([`custom_columns`]); what `get --watch`
+//! prints one object or event at a time ([`watch`]).
 
 pub mod custom_columns;
 pub mod json;
 pub mod jsonpath;
 pub mod table;
+pub mod watch;
 pub mod yaml;
 
 use std::path::Path;

@@ -106,28 +106,70 @@ pub fn align(lines: &[Vec<String>]) -> String {
 /// Lines aligned as a Go `tabwriter` with `minwidth` and `padding` (space-padded, no flags)
 /// aligns tab-separated cells.
 pub fn tabbed(lines: &[Vec<String>], minwidth: usize, padding: usize) -> String {
-    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
-    let mut widths = vec![0usize; columns];
-    for line in lines {
-        for (i, cell) in line.iter().enumerate() {
-            if i + 1 < line.len() {
-                widths[i] = widths[i].max(cell.chars().count() + padding).max(minwidth);
-            }
-        }
+    Aligner::new(minwidth, padding).flush(lines)
+}
+
+/// A tabwriter across flushes: with `remember` (kubectl's `RememberWidths`, as its watch
+/// output is written) a column is never narrower than it was in an earlier flush; without,
+/// each flush is aligned on its own.
+#[derive(Debug, Clone)]
+pub struct Aligner {
+    minwidth: usize,
+    padding: usize,
+    remember: bool,
+    widths: Vec<usize>,
+}
+
+impl Aligner {
+    pub fn new(minwidth: usize, padding: usize) -> Self {
+        Aligner { minwidth, padding, remember: false, widths: Vec::new() }
     }
-    let mut out = String::new();
-    for line in lines {
-        for (i, cell) in line.iter().enumerate() {
-            out.push_str(cell);
-            if i + 1 < line.len() {
-                for _ in cell.chars().count()..widths[i] {
-                    out.push(' ');
+
+    /// kubectl's table writer (`printers.GetNewTabWriter`): minimum width 6, padding 3,
+    /// widths remembered across flushes.
+    pub fn kubectl() -> Self {
+        Aligner { remember: true, ..Aligner::new(6, 3) }
+    }
+
+    /// The lines aligned: each column but a line's last as wide as its widest cell plus the
+    /// padding, at least the minimum width (and, remembering, at least as wide as before).
+    pub fn flush(&mut self, lines: &[Vec<String>]) -> String {
+        let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
+        let mut widths = vec![0usize; columns];
+        for line in lines {
+            for (i, cell) in line.iter().enumerate() {
+                if i + 1 < line.len() {
+                    widths[i] =
+                        widths[i].max(cell.chars().count() + self.padding).max(self.minwidth);
                 }
             }
         }
-        out.push('\n');
+        if self.remember {
+            for (i, w) in widths.iter_mut().enumerate() {
+                if *w == 0 {
+                    continue;
+                }
+                match self.widths.get_mut(i) {
+                    Some(old) if *old > *w => *w = *old,
+                    Some(old) => *old = *w,
+                    None => self.widths.push(*w),
+                }
+            }
+        }
+        let mut out = String::new();
+        for line in lines {
+            for (i, cell) in line.iter().enumerate() {
+                out.push_str(cell);
+                if i + 1 < line.len() {
+                    for _ in cell.chars().count()..widths[i] {
+                        out.push(' ');
+                    }
+                }
+            }
+            out.push('\n');
+        }
+        out
     }
-    out
 }
 
 #[cfg(test)]
@@ -166,5 +208,25 @@ mod tests {
         let (h, r) = rows(&table(), &o);
         assert_eq!(h, ["NAMESPACE", "NAME", "READY", "IP", "AGE", "APP", "LABELS"]);
         assert_eq!(r[0], ["a", "pod/nginx", "1/1", "10.0.0.1", "5m", "y", "app=y,run=x"]);
+    }
+
+    fn cells(line: &[&str]) -> Vec<String> {
+        line.iter().map(|c| c.to_string()).collect()
+    }
+
+    #[test]
+    fn a_remembering_aligner_never_narrows_a_column_across_flushes() {
+        let mut a = Aligner::kubectl();
+        let first = a.flush(&[cells(&["NAME", "AGE"]), cells(&["a-long-name", "1s"])]);
+        assert_eq!(first, "NAME          AGE\na-long-name   1s\n");
+        // Narrower: padded to the first flush's width.
+        assert_eq!(a.flush(&[cells(&["b", "2s"])]), "b             2s\n");
+        // Wider: the column grows, and stays grown.
+        assert_eq!(a.flush(&[cells(&["a-longer-name-yet", "3s"])]), "a-longer-name-yet   3s\n");
+        assert_eq!(a.flush(&[cells(&["c", "4s"])]), "c                   4s\n");
+        // Without remembering, each flush stands alone.
+        let mut plain = Aligner::new(6, 3);
+        plain.flush(&[cells(&["a-long-name", "1s"])]);
+        assert_eq!(plain.flush(&[cells(&["b", "2s"])]), "b     2s\n");
     }
 }

@@ -120,3 +120,12 @@ fn an_item_without_its_merge_key_is_an_error() {
     let err = three_way(&obj(original.clone()), &obj(modified), &obj(original)).unwrap_err();
     assert!(matches!(err, PatchError::NoMergeKey { key: "name", .. }), "{err}");
 }
+
+#[test]
+fn a_two_way_patch_sets_changes_and_nulls_what_the_edit_removed() {
+    let before = obj(json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "data": {"k": "v"}}));
+    let after = obj(json!({"metadata": {"labels": {"a": "9"}}, "data": {"k": "v"}}));
+    let p = two_way(&before, &after).unwrap();
+    assert_eq!(Value::Object(p), json!({"metadata": {"labels": {"a": "9", "b": null}}}));
+    assert!(two_way(&before, &before).unwrap().is_empty());
+}
