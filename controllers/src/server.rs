@@ -156,7 +156,11 @@ impl SecureServer {
             let tcp = tokio::select! {
                 () = stop.cancelled() => break,
                 a = self.listener.accept() => match a {
-                    Ok((tcp, _)) => tcp,
+                    Ok((tcp, _)) => {
+                        // Nagle off, as Go's servers (no 40 ms wait for a delayed ACK).
+                        let _ = tcp.set_nodelay(true);
+                        tcp
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "secure port: accept");
                         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -53,7 +53,13 @@ pub async fn serve(
     router: axum::Router,
     stop: CancellationToken,
 ) {
+    use axum::serve::ListenerExt;
     let addr = listener.local_addr().ok();
+    // Nagle off, as Go's servers: a response's last write must not wait for the client's
+    // delayed ACK (40 ms).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     if let Err(e) =
         axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned()).await
     {

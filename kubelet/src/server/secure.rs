@@ -283,6 +283,9 @@ impl SecureServer {
                     }
                 },
             };
+            // Nagle off, as Go's servers: a response's last write must not wait for the
+            // client's delayed ACK (40 ms).
+            let _ = tcp.set_nodelay(true);
             let (acceptor, router, stop) = (acceptor.clone(), router.clone(), stop.clone());
             let metrics = state.read_only.metrics.clone();
             let access = Access {
