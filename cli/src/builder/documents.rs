@@ -98,29 +98,10 @@ pub fn parse(path: &str, text: &str) -> (Vec<Document>, Vec<CliError>) {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut docs = Vec::new();
     let mut errors = Vec::new();
-    let values: Vec<Result<Value, String>> = if text.trim_start().starts_with(['{', '[']) {
-        let mut values = Vec::new();
-        for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-            let broken = v.is_err();
-            values.push(v.map_err(|e| e.to_string()));
-            if broken {
-                break;
-            }
-        }
-        values
+    let values = if text.trim_start().starts_with(['{', '[']) {
+        json_values(text)
     } else {
-        // A broken YAML document ends the stream (the parser cannot resynchronise).
-        let mut values = Vec::new();
-        for d in serde_yaml_ng::Deserializer::from_str(text) {
-            let v: Result<Value, String> = serde::Deserialize::deserialize(d)
-                .map_err(|e: serde_yaml_ng::Error| format!("error converting YAML to JSON: {e}"));
-            let broken = v.is_err();
-            values.push(v);
-            if broken {
-                break;
-            }
-        }
-        values
+        yaml_values(text)
     };
     for (index, value) in values.into_iter().enumerate() {
         let origin = Origin { path: path.to_string(), document: index };
@@ -131,6 +112,47 @@ pub fn parse(path: &str, text: &str) -> (Vec<Document>, Vec<CliError>) {
         }
     }
     (docs, errors)
+}
+
+/// A JSON stream's values. As kubectl 1.35's decoder, JSON documents may be followed by YAML
+/// ones (`{...}\n---\n{...}`, as tools that join JSON with YAML separators write): where the
+/// JSON stream stops parsing after at least one value, the rest is read as YAML.
+fn json_values(text: &str) -> Vec<Result<Value, String>> {
+    let mut values = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut consumed = 0;
+    while let Some(v) = stream.next() {
+        match v {
+            Ok(v) => {
+                values.push(Ok(v));
+                consumed = stream.byte_offset();
+            }
+            Err(_) if !values.is_empty() => {
+                values.extend(yaml_values(&text[consumed..]));
+                break;
+            }
+            Err(e) => {
+                values.push(Err(e.to_string()));
+                break;
+            }
+        }
+    }
+    values
+}
+
+/// A YAML stream's documents; a broken one ends the stream (the parser cannot resynchronise).
+fn yaml_values(text: &str) -> Vec<Result<Value, String>> {
+    let mut values = Vec::new();
+    for d in serde_yaml_ng::Deserializer::from_str(text) {
+        let v: Result<Value, String> = serde::Deserialize::deserialize(d)
+            .map_err(|e: serde_yaml_ng::Error| format!("error converting YAML to JSON: {e}"));
+        let broken = v.is_err();
+        values.push(v);
+        if broken {
+            break;
+        }
+    }
+    values
 }
 
 /// An object, or a `List`'s items; objects missing `apiVersion` or `kind` are errors.
@@ -182,6 +204,23 @@ mod tests {
             docs.iter().map(|d| d.object["metadata"]["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(docs[1].origin.document, 2);
+    }
+
+    #[test]
+    fn json_documents_joined_by_yaml_separators_are_each_read_as_kubectl_reads_them() {
+        let cm = |n: u8| {
+            format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"c{n}"}}}}"#)
+        };
+        let text = format!("{}\n---\n{}\n---\n{}\n", cm(1), cm(2), cm(3));
+        let (docs, errors) = parse("j.yaml", &text);
+        assert!(errors.is_empty(), "{errors:?}");
+        let names: Vec<&str> =
+            docs.iter().filter_map(|d| d.object["metadata"]["name"].as_str()).collect();
+        assert_eq!(names, ["c1", "c2", "c3"]);
+        // Broken JSON as the first document is still JSON's error.
+        let (docs, errors) = parse("b.json", "{\"kind\": }");
+        assert!(docs.is_empty());
+        assert_eq!(errors.len(), 1);
     }
 
     #[test]
