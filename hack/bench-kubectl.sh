@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v python3 >/dev/null || { echo "bench-kubectl.sh: python3 is missing (hack/install-deps.sh installs it)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "bench-kubectl.sh: /usr/bin/time (GNU time) is missing (hack/install-deps.sh installs it)" >&2; exit 1; }
 [ -x _output/bin/kubectl ] || { echo "bench-kubectl.sh: _output/bin/kubectl is missing (hack/fetch-kubectl.sh fetches it)" >&2; exit 1; }
 cargo build --locked --release -p apiserver-lite -p cli
 work=$(mktemp -d)

@@ -23,6 +23,7 @@ PACKAGES=(
   build-essential             # cc for the pause binary and -sys crates
   systemd                     # systemd-analyze verifies the kubelet's unit
   dbus-daemon                 # a private system bus with a stand-in logind (graceful node shutdown tests)
+  time                        # GNU time: the kubectl benchmark reads peak RSS from it
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -74,6 +74,21 @@ pub struct Args {
     pub output_watch_events: bool,
 }
 
+impl Args {
+    /// What the arguments select: files, `TYPE NAME...` or `TYPE/NAME`, selectors.
+    pub fn selection(&self) -> Selection {
+        Selection {
+            filenames: self.filenames.clone(),
+            recursive: self.recursive,
+            args: self.args.clone(),
+            selector: self.selector.clone(),
+            field_selector: self.field_selector.clone(),
+            all: false,
+            all_namespaces: self.all_namespaces,
+        }
+    }
+}
+
 /// One type's table: the rows of every target of that type under one header.
 struct Printed {
     resource: Arc<Resource>,
@@ -102,15 +117,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
             "You must specify the type of resource to get. Use \"kubectl api-resources\" for a complete list of supported resources.".into(),
         ));
     }
-    let sel = Selection {
-        filenames: a.filenames.clone(),
-        recursive: a.recursive,
-        args: a.args.clone(),
-        selector: a.selector.clone(),
-        field_selector: a.field_selector.clone(),
-        all: false,
-        all_namespaces: a.all_namespaces,
-    };
+    let sel = a.selection();
     let (targets, mut errors) = builder::targets(f, &sel).await?;
     let mut got = Vec::new();
     for t in &targets {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::{Args, TABLE};
-use crate::builder::{self, Selection, Target};
+use crate::builder::{self, Target};
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
 use crate::printers::watch::{ObjectWatch, TableWatch};
@@ -92,15 +92,7 @@ pub async fn run(f: &Factory, a: &Args, output: &Output) -> Result<()> {
         let what = if a.watch { " for watch events received" } else { "" };
         eprintln!("warning: {flag} requested, --sort-by will be ignored{what}");
     }
-    let sel = Selection {
-        filenames: a.filenames.clone(),
-        recursive: a.recursive,
-        args: a.args.clone(),
-        selector: a.selector.clone(),
-        field_selector: a.field_selector.clone(),
-        all: false,
-        all_namespaces: a.all_namespaces,
-    };
+    let sel = a.selection();
     if a.args.is_empty() && a.filenames.is_empty() {
         return Err(CliError::Usage(builder::NOTHING_NAMED.into()));
     }
