@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use e2e::apiserver::{ApiServer, kubectl_binary};
+use e2e::apiserver::{ApiServer, difference, kubectl_binary};
 use e2e::workspace_binary;
 
 const SEED: &str = "apiVersion: v1
@@ -206,12 +206,7 @@ fn kubectl_lite_watches_as_kubectl_does() {
         let (lo, ro) = (mask(&lo), mask(&ro));
         // Every watch prints at least one of the changes.
         assert!(ro.lines().count() >= 2, "{args:?}: {ro}");
-        if lo != ro || lc != rc {
-            differences.push(format!(
-                "kubectl {}:\n--- kubectl-lite (exit {lc:?})\n{lo}--- kubectl (exit {rc:?})\n{ro}",
-                args.join(" ")
-            ));
-        }
+        differences.extend(difference(&args, (lo, String::new(), lc), (ro, String::new(), rc)));
     }
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
@@ -244,16 +239,11 @@ fn kubectl_lite_refuses_and_times_out_watches_as_kubectl_does() {
         let l = server.kubectl_lite(args).unwrap();
         let r = server.kubectl(args).unwrap();
         let text = |b: &[u8]| mask(&String::from_utf8_lossy(b).replace("kubectl-lite", "kubectl"));
-        let (lo, ro) = (text(&l.stdout), text(&r.stdout));
-        let (le, re) = (text(&l.stderr), text(&r.stderr));
-        if lo != ro || le != re || l.status.code() != r.status.code() {
-            differences.push(format!(
-                "kubectl {}:\n--- kubectl-lite (exit {:?})\n{lo}{le}--- kubectl (exit {:?})\n{ro}{re}",
-                args.join(" "),
-                l.status.code(),
-                r.status.code()
-            ));
-        }
+        differences.extend(difference(
+            args,
+            (text(&l.stdout), text(&l.stderr), l.status.code()),
+            (text(&r.stdout), text(&r.stderr), r.status.code()),
+        ));
     }
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }

@@ -129,6 +129,30 @@ mod tests {
     use crate::eviction::Thresholds;
     use crate::test_cri::put;
 
+    /// A container manager over the cgroupfs at `root`, with nothing reserved.
+    fn manager(root: &std::path::Path, config: NodeConfig) -> ContainerManager {
+        let node = NodeResources {
+            capacity: Capacity(BTreeMap::new()),
+            allocatable: NodeAllocatable {
+                system: Reserved::default(),
+                kube: Reserved::default(),
+                hard: Thresholds::none(),
+            },
+        };
+        let fs = Arc::new(CgroupFs::new(root.to_path_buf()));
+        ContainerManager::new(fs, config, node, Recorder::default(), "n1".into())
+    }
+
+    /// A running container of `sandbox`.
+    fn running(id: &str, sandbox: &str) -> cri::Container {
+        cri::Container {
+            id: id.into(),
+            pod_sandbox_id: sandbox.into(),
+            state: cri::ContainerState::ContainerRunning as i32,
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn pods_and_their_running_containers_are_read_from_their_cgroups() {
         let dir = tempfile::tempdir().unwrap();
@@ -143,20 +167,7 @@ mod tests {
         put(r, &format!("pids/{pod}/pids.current"), "4\n");
         put(r, &format!("cpuacct/{pod}/c1/cpuacct.usage"), "1500\n");
         put(r, &format!("memory/{pod}/c1/memory.usage_in_bytes"), "600\n");
-        let cm = ContainerManager::new(
-            Arc::new(CgroupFs::new(r.to_path_buf())),
-            NodeConfig::default(),
-            NodeResources {
-                capacity: Capacity(BTreeMap::new()),
-                allocatable: NodeAllocatable {
-                    system: Reserved::default(),
-                    kube: Reserved::default(),
-                    hard: Thresholds::none(),
-                },
-            },
-            Recorder::default(),
-            "n1".into(),
-        );
+        let cm = manager(r, NodeConfig::default());
         let sandbox = |id: &str, uid: &str| cri::PodSandbox {
             id: id.into(),
             metadata: Some(cri::PodSandboxMetadata {
@@ -167,12 +178,7 @@ mod tests {
             state: cri::PodSandboxState::SandboxReady as i32,
             ..Default::default()
         };
-        let container = cri::Container {
-            id: "c1".into(),
-            pod_sandbox_id: "s1".into(),
-            state: cri::ContainerState::ContainerRunning as i32,
-            ..Default::default()
-        };
+        let container = running("c1", "s1");
         // s2's pod has no cgroup (a pod the kubelet did not make): left out.
         let listing = Listing::new(vec![sandbox("s1", "u1"), sandbox("s2", "u2")], vec![container]);
         let layer = cri::FilesystemUsage {
@@ -209,32 +215,14 @@ mod tests {
         put(r, &format!("{pod}/cri-containerd-c1.scope/cpu.stat"), "usage_usec 2\n");
         let mut config = NodeConfig::default();
         config.layout.driver = crate::cm::CgroupDriver::Systemd;
-        let cm = ContainerManager::new(
-            Arc::new(CgroupFs::new(r.to_path_buf())),
-            config,
-            NodeResources {
-                capacity: Capacity(BTreeMap::new()),
-                allocatable: NodeAllocatable {
-                    system: Reserved::default(),
-                    kube: Reserved::default(),
-                    hard: Thresholds::none(),
-                },
-            },
-            Recorder::default(),
-            "n1".into(),
-        );
+        let cm = manager(r, config);
         let sandbox = cri::PodSandbox {
             id: "s1".into(),
             metadata: Some(cri::PodSandboxMetadata { uid: "u-1".into(), ..Default::default() }),
             state: cri::PodSandboxState::SandboxReady as i32,
             ..Default::default()
         };
-        let container = cri::Container {
-            id: "c1".into(),
-            pod_sandbox_id: "s1".into(),
-            state: cri::ContainerState::ContainerRunning as i32,
-            ..Default::default()
-        };
+        let container = running("c1", "s1");
         let listing = Listing::new(vec![sandbox], vec![container]);
         let stats = sandbox_stats(&listing, &cm, &HashMap::new(), 7, 2);
         let linux = stats[0].linux.as_ref().unwrap();
