@@ -121,14 +121,7 @@ async fn get_pods(f: &Factory, a: &get::Args, names: &[String], output: &Output)
                 json!({}),
                 true,
             );
-            let o = table::Options {
-                wide: *output == Output::Wide,
-                with_namespace: a.all_namespaces,
-                kind_prefix: None,
-                show_labels: a.show_labels,
-                label_columns: a.label_columns.clone(),
-                no_headers: a.no_headers,
-            };
+            let o = a.table_options(output);
             let (header, rows) = table::rows(&t, &o);
             if rows.is_empty() {
                 if names.is_empty() {

@@ -87,6 +87,19 @@ impl Args {
             all_namespaces: self.all_namespaces,
         }
     }
+
+    /// The table printer's options the flags give for `output` (`table` or `wide`): the
+    /// namespace column with `-A`, no kind prefix.
+    pub fn table_options(&self, output: &Output) -> table::Options {
+        table::Options {
+            wide: *output == Output::Wide,
+            with_namespace: self.all_namespaces,
+            kind_prefix: None,
+            show_labels: self.show_labels,
+            label_columns: self.label_columns.clone(),
+            no_headers: self.no_headers,
+        }
+    }
 }
 
 /// One type's table: the rows of every target of that type under one header.
@@ -217,12 +230,9 @@ async fn print(
                     sort_rows(&mut table, by)?;
                 }
                 let o = table::Options {
-                    wide: *output == Output::Wide,
                     with_namespace: a.all_namespaces && resource.namespaced,
                     kind_prefix: several_types.then(|| resource.group_kind_lower()),
-                    show_labels: a.show_labels,
-                    label_columns: a.label_columns.clone(),
-                    no_headers: a.no_headers,
+                    ..a.table_options(output)
                 };
                 let (header, rows) = table::rows(&table, &o);
                 let same =

@@ -26,15 +26,10 @@ enum Printer {
 impl Printer {
     fn new(a: &Args, output: &Output, kind: String) -> Printer {
         match output {
-            Output::Table | Output::Wide => Printer::Table(TableWatch::new(table::Options {
-                wide: *output == Output::Wide,
-                // kubectl's watch asks for the column whatever the type's scope.
-                with_namespace: a.all_namespaces,
-                kind_prefix: None,
-                show_labels: a.show_labels,
-                label_columns: a.label_columns.clone(),
-                no_headers: a.no_headers,
-            })),
+            // kubectl's watch asks for the namespace column whatever the type's scope.
+            Output::Table | Output::Wide => {
+                Printer::Table(TableWatch::new(a.table_options(output)))
+            }
             Output::Name => Printer::Objects(ObjectWatch::Name { kind }, a.show_managed_fields),
             Output::Json => Printer::Objects(ObjectWatch::Json, a.show_managed_fields),
             Output::Yaml => {
