@@ -74,7 +74,7 @@ impl Factory {
         accept: &str,
     ) -> Result<Vec<u8>> {
         let res = self.response(method, path, body, accept).await?;
-        Ok(read_body(res.into_body()).await?.to_vec())
+        read_body(res).await
     }
 
     /// GETs `path` and hands its body over as it arrives (logs with `-f`).
@@ -133,7 +133,7 @@ impl Factory {
         if status.is_success() {
             return Ok(res);
         }
-        let bytes = read_body(res.into_body()).await?;
+        let bytes = read_body(res).await?;
         let parsed: Option<Status> =
             serde_json::from_slice(&bytes).ok().filter(|s: &Status| !s.message.is_empty());
         let s = parsed.unwrap_or_else(|| Status {
@@ -216,13 +216,27 @@ impl Factory {
     }
 }
 
-async fn read_body(body: kube::client::Body) -> Result<bytes::Bytes> {
-    Ok(body
-        .collect()
-        .await
-        .map_err(|e| CliError::Unreachable { reason: e.to_string() })?
-        .to_bytes())
+/// A whole body, copied once: each frame appended as it arrives into a buffer sized by the
+/// `Content-Length` where the server sent one (a 10,000-row table is megabytes).
+async fn read_body(res: http::Response<kube::client::Body>) -> Result<Vec<u8>> {
+    let length = res
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    let mut out = Vec::with_capacity(length.min(MAX_PRESIZE) as usize);
+    let mut body = res.into_body();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| CliError::Unreachable { reason: e.to_string() })?;
+        if let Some(data) = frame.data_ref() {
+            out.extend_from_slice(data);
+        }
+    }
+    Ok(out)
 }
+
+/// The most a body's announced length reserves before any of it arrives.
+const MAX_PRESIZE: u64 = 256 << 20;
 
 /// The text of a `Warning` header (`299 - "text"`), as kubectl prints it.
 fn warning_text(header: &str) -> Option<String> {

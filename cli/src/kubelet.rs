@@ -122,7 +122,7 @@ async fn get_pods(f: &Factory, a: &get::Args, names: &[String], output: &Output)
                 true,
             );
             let o = a.table_options(output);
-            let (header, rows) = table::rows(&t, &o);
+            let (header, rows) = table::rows(&table::Table::of(&t), &o);
             if rows.is_empty() {
                 if names.is_empty() {
                     eprintln!("No resources found in {namespace} namespace.");

@@ -16,7 +16,8 @@ use crate::builder::{self, Selection, Target};
 use crate::discovery::Resource;
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
-use crate::printers::{self, Output, table};
+use crate::printers::table::{self, Table};
+use crate::printers::{self, Output};
 
 /// kubectl's `Accept` for tables.
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
@@ -111,8 +112,16 @@ struct Printed {
 
 /// What one target printed: a table, or objects.
 enum Got {
-    Table { resource: Arc<Resource>, table: Value },
-    Objects { items: Vec<Value>, listed: bool },
+    /// `objects`: each row's whole object, when rows are sorted (`--sort-by`).
+    Table {
+        resource: Arc<Resource>,
+        table: Table,
+        objects: Vec<Value>,
+    },
+    Objects {
+        items: Vec<Value>,
+        listed: bool,
+    },
 }
 
 pub async fn run(f: &Factory, a: Args) -> Result<()> {
@@ -165,8 +174,18 @@ async fn fetch(
             (true, false) => url + "?includeObject=Object",
         };
         let bytes = f.send(Method::GET, &url, None, TABLE).await?;
-        let table = parse(&bytes)?;
-        return Ok(Got::Table { resource, table });
+        if !sorting {
+            let table = serde_json::from_slice(&bytes)
+                .map_err(|e| CliError::Unreachable { reason: e.to_string() })?;
+            return Ok(Got::Table { resource, table, objects: Vec::new() });
+        }
+        let mut v = parse(&bytes)?;
+        let table = Table::of(&v);
+        let objects = match v.get_mut("rows").and_then(Value::as_array_mut) {
+            Some(rows) => rows.iter_mut().map(|r| r["object"].take()).collect(),
+            None => Vec::new(),
+        };
+        return Ok(Got::Table { resource, table, objects });
     }
     let v = parse(&f.send(Method::GET, &url, None, "application/json").await?)?;
     let items = if listed {
@@ -225,9 +244,10 @@ async fn print(
             // One table per type, in the order the types came; blank lines between.
             let mut tables: Vec<Printed> = Vec::new();
             for g in got {
-                let Got::Table { resource, mut table } = g else { continue };
+                let Got::Table { resource, mut table, objects } = g else { continue };
                 if let Some(by) = &a.sort_by {
-                    sort_rows(&mut table, by)?;
+                    let order = sort_order(&objects.iter().collect::<Vec<_>>(), by)?;
+                    reorder(&mut table.rows, order);
                 }
                 let o = table::Options {
                     with_namespace: a.all_namespaces && resource.namespaced,
@@ -335,33 +355,43 @@ async fn no_resources(f: &Factory, a: &Args, targets: &[Target]) -> Result<Strin
     Ok(format!("No resources found in {} namespace.", f.namespace().await?))
 }
 
-/// A table's rows in the order of their objects sorted by `by` (a table of one row as it is);
-/// rows that cannot be sorted are not printed, as kubectl drops its sorting printer's error;
-/// values that do not compare end the command (kubectl exits through its log).
+/// The order of a table's rows by their objects sorted by `by` (a table of one row as it is);
+/// `None` when the rows cannot be sorted: none is printed then, as kubectl drops its sorting
+/// printer's error; values that do not compare end the command (kubectl exits through its log).
+fn sort_order(objects: &[&Value], by: &str) -> Result<Option<Vec<usize>>> {
+    if objects.len() < 2 {
+        return Ok(Some((0..objects.len()).collect()));
+    }
+    match sort::order(objects, &sort::table_field(by)) {
+        Ok(o) => Ok(Some(o)),
+        Err(e @ sort::SortError::Unsortable { .. }) => Err(CliError::Usage(e.to_string())),
+        Err(_) => Ok(None),
+    }
+}
+
+/// `items` in `order` (none of them without one).
+fn reorder<T>(items: &mut Vec<T>, order: Option<Vec<usize>>) {
+    let Some(order) = order else {
+        items.clear();
+        return;
+    };
+    let mut taken: Vec<Option<T>> = items.drain(..).map(Some).collect();
+    items.extend(order.into_iter().filter_map(|i| taken.get_mut(i).and_then(Option::take)));
+}
+
+/// A `Table`'s rows (as decoded, each with its object) sorted by `by`.
 fn sort_rows(table: &mut Value, by: &str) -> Result<()> {
     let Some(rows) = table.get_mut("rows").and_then(Value::as_array_mut) else { return Ok(()) };
-    if rows.len() < 2 {
-        return Ok(());
-    }
-    let objects: Vec<&Value> = rows.iter().map(|r| &r["object"]).collect();
-    let order = match sort::order(&objects, &sort::table_field(by)) {
-        Ok(o) => o,
-        Err(e @ sort::SortError::Unsortable { .. }) => return Err(CliError::Usage(e.to_string())),
-        Err(_) => {
-            rows.clear();
-            return Ok(());
-        }
-    };
-    let mut taken: Vec<Option<Value>> = rows.drain(..).map(Some).collect();
-    rows.extend(order.into_iter().filter_map(|i| taken.get_mut(i).and_then(Option::take)));
+    let order = sort_order(&rows.iter().map(|r| &r["object"]).collect::<Vec<_>>(), by)?;
+    reorder(rows, order);
     Ok(())
 }
 
 /// Listed objects sorted by `by`.
-fn sorted(objects: Vec<Value>, by: &str) -> Result<Vec<Value>> {
+fn sorted(mut objects: Vec<Value>, by: &str) -> Result<Vec<Value>> {
     let usage = |e: sort::SortError| CliError::Usage(e.to_string());
     let field = sort::object_field(by).map_err(usage)?;
     let order = sort::order(&objects.iter().collect::<Vec<_>>(), &field).map_err(usage)?;
-    let mut taken: Vec<Option<Value>> = objects.into_iter().map(Some).collect();
-    Ok(order.into_iter().filter_map(|i| taken.get_mut(i).and_then(Option::take)).collect())
+    reorder(&mut objects, Some(order));
+    Ok(objects)
 }

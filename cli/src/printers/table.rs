@@ -3,6 +3,9 @@
 //! types are printed, `LABELS` with `--show-labels` and a column per `-L` key; aligned as Go's
 //! `tabwriter` with kubectl's settings (minimum width 6, padding 3, the last column unpadded).
 
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
 use serde_json::Value;
 
 /// How rows are decorated.
@@ -17,14 +20,61 @@ pub struct Options {
     pub no_headers: bool,
 }
 
+/// What of a `meta.k8s.io/v1` `Table` the printer reads: the columns, each row's cells and its
+/// object's namespace and labels. Decoded straight from the response, everything else (the
+/// rows' managed fields, annotations, owner references) skipped unread, so 10,000 rows cost
+/// their cells and not a tree of the whole response.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Table {
+    pub column_definitions: Vec<Column>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Column {
+    pub name: String,
+    pub priority: i64,
+    pub format: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Row {
+    pub cells: Vec<Value>,
+    pub object: RowObject,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct RowObject {
+    pub metadata: RowMetadata,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct RowMetadata {
+    pub namespace: Option<String>,
+    /// Sorted by key, as kubectl prints them.
+    pub labels: Option<BTreeMap<String, String>>,
+}
+
+impl Table {
+    /// A table from a decoded one (a watch event's object, a sorted list); what does not fit
+    /// the shape (no table at all) reads as an empty table.
+    pub fn of(v: &Value) -> Table {
+        Table::deserialize(v).unwrap_or_default()
+    }
+}
+
 /// The header and rows of one `Table` response, as cells.
-pub fn rows(table: &Value, o: &Options) -> (Vec<String>, Vec<Vec<String>>) {
-    let empty = Vec::new();
-    let columns = table["columnDefinitions"].as_array().unwrap_or(&empty);
+pub fn rows(table: &Table, o: &Options) -> (Vec<String>, Vec<Vec<String>>) {
+    let columns = &table.column_definitions;
     let shown: Vec<usize> = columns
         .iter()
         .enumerate()
-        .filter(|(_, c)| o.wide || c["priority"].as_i64().unwrap_or(0) == 0)
+        .filter(|(_, c)| o.wide || c.priority == 0)
         .map(|(i, _)| i)
         .collect();
     let mut header = Vec::new();
@@ -32,7 +82,7 @@ pub fn rows(table: &Value, o: &Options) -> (Vec<String>, Vec<Vec<String>>) {
         header.push("NAMESPACE".to_string());
     }
     for &i in &shown {
-        header.push(columns[i]["name"].as_str().unwrap_or_default().to_uppercase());
+        header.push(columns[i].name.to_uppercase());
     }
     for key in &o.label_columns {
         header.push(label_header(key));
@@ -40,17 +90,17 @@ pub fn rows(table: &Value, o: &Options) -> (Vec<String>, Vec<Vec<String>>) {
     if o.show_labels {
         header.push("LABELS".into());
     }
-    let mut out = Vec::new();
-    for row in table["rows"].as_array().unwrap_or(&empty) {
-        let cells = row["cells"].as_array().unwrap_or(&empty);
-        let meta = &row["object"]["metadata"];
-        let mut line = Vec::new();
+    let mut out = Vec::with_capacity(table.rows.len());
+    for row in &table.rows {
+        let meta = &row.object.metadata;
+        let labels = meta.labels.as_ref();
+        let mut line = Vec::with_capacity(header.len());
         if o.with_namespace {
-            line.push(meta["namespace"].as_str().unwrap_or_default().to_string());
+            line.push(meta.namespace.clone().unwrap_or_default());
         }
         for &i in &shown {
-            let mut cell = cell_text(cells.get(i).unwrap_or(&Value::Null));
-            if columns[i]["format"] == "name"
+            let mut cell = cell_text(row.cells.get(i).unwrap_or(&Value::Null));
+            if columns[i].format == "name"
                 && let Some(k) = &o.kind_prefix
             {
                 cell = format!("{k}/{cell}");
@@ -58,10 +108,10 @@ pub fn rows(table: &Value, o: &Options) -> (Vec<String>, Vec<Vec<String>>) {
             line.push(cell);
         }
         for key in &o.label_columns {
-            line.push(meta["labels"][key].as_str().unwrap_or_default().to_string());
+            line.push(labels.and_then(|l| l.get(key)).cloned().unwrap_or_default());
         }
         if o.show_labels {
-            line.push(labels_text(&meta["labels"]));
+            line.push(labels_text(labels));
         }
         out.push(line);
     }
@@ -85,13 +135,11 @@ fn cell_text(v: &Value) -> String {
 }
 
 /// `a=b,c=d` in key order, or `<none>`.
-pub fn labels_text(labels: &Value) -> String {
-    match labels.as_object() {
-        Some(m) if !m.is_empty() => m
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-            .collect::<Vec<_>>()
-            .join(","),
+pub fn labels_text(labels: Option<&BTreeMap<String, String>>) -> String {
+    match labels {
+        Some(m) if !m.is_empty() => {
+            m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+        }
         _ => "<none>".into(),
     }
 }
@@ -177,14 +225,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn table() -> Value {
-        json!({"kind": "Table", "columnDefinitions": [
+    fn table() -> Table {
+        Table::of(&json!({"kind": "Table", "columnDefinitions": [
             {"name": "Name", "type": "string", "format": "name", "priority": 0},
             {"name": "Ready", "type": "string", "priority": 0},
             {"name": "IP", "type": "string", "priority": 1},
             {"name": "Age", "type": "string", "priority": 0}],
           "rows": [{"cells": ["nginx", "1/1", "10.0.0.1", "5m"],
-                    "object": {"metadata": {"name": "nginx", "namespace": "a", "labels": {"run": "x", "app": "y"}}}}]})
+                    "object": {"metadata": {"name": "nginx", "namespace": "a", "labels": {"run": "x", "app": "y"}}}}]}))
     }
 
     #[test]
@@ -208,6 +256,24 @@ mod tests {
         let (h, r) = rows(&table(), &o);
         assert_eq!(h, ["NAMESPACE", "NAME", "READY", "IP", "AGE", "APP", "LABELS"]);
         assert_eq!(r[0], ["a", "pod/nginx", "1/1", "10.0.0.1", "5m", "y", "app=y,run=x"]);
+    }
+
+    #[test]
+    fn a_decoded_response_keeps_cells_namespace_and_labels_and_skips_the_rest() {
+        let body = br#"{"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": "9"},
+          "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "d", "priority": 0},
+                                {"name": "Restarts", "type": "integer", "format": "", "priority": 0}],
+          "rows": [{"cells": ["a", 3], "conditions": null,
+                    "object": {"kind": "PartialObjectMetadata", "metadata": {"name": "a", "namespace": "n",
+                      "labels": {"z": "1", "b": "2"}, "annotations": {"x": "y"},
+                      "managedFields": [{"manager": "m", "fieldsV1": {"f:metadata": {}}}]}}},
+                   {"cells": ["b", null]}]}"#;
+        let t: Table = serde_json::from_slice(body).unwrap();
+        let o = Options { with_namespace: true, show_labels: true, ..Options::default() };
+        let (h, r) = rows(&t, &o);
+        assert_eq!(h, ["NAMESPACE", "NAME", "RESTARTS", "LABELS"]);
+        assert_eq!(r[0], ["n", "a", "3", "b=2,z=1"]);
+        assert_eq!(r[1], ["", "b", "<nil>", "<none>"]);
     }
 
     fn cells(line: &[&str]) -> Vec<String> {

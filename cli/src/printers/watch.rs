@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::jsonpath::fmt;
-use super::table::{self, Aligner};
+use super::table::{self, Aligner, Column, Table};
 use super::{custom_columns, json, jsonpath, yaml};
 use crate::watch::EventType;
 
@@ -28,7 +28,7 @@ fn event_cell(kind: EventType) -> String {
 pub struct TableWatch {
     options: table::Options,
     aligner: Aligner,
-    last_columns: Option<Value>,
+    last_columns: Option<Vec<Column>>,
     printed_headers: bool,
     /// Whether the header of the objects that are no table (a `Status`) was printed.
     printed_plain_header: bool,
@@ -52,21 +52,24 @@ impl TableWatch {
         if table["kind"] != "Table" {
             return if show { self.print_plain(table, event) } else { String::new() };
         }
-        let mut table = table.clone();
+        let mut table = Table::of(table);
         if !show {
-            table["rows"] = Value::Array(Vec::new());
+            table.rows.clear();
         }
-        let columns = table["columnDefinitions"].as_array().cloned().unwrap_or_default();
-        let same = self.last_columns.as_ref().and_then(Value::as_array) == Some(&columns);
+        let columns = std::mem::take(&mut table.column_definitions);
+        let same = self.last_columns.as_ref() == Some(&columns);
         let no_headers =
             self.options.no_headers || (self.printed_headers && (columns.is_empty() || same));
         if columns.is_empty() {
-            table["columnDefinitions"] = self.last_columns.clone().unwrap_or(Value::Null);
-        } else if !same {
-            self.last_columns = Some(Value::Array(columns));
-            self.printed_headers = false;
+            table.column_definitions = self.last_columns.clone().unwrap_or_default();
+        } else {
+            table.column_definitions = columns.clone();
+            if !same {
+                self.last_columns = Some(columns);
+                self.printed_headers = false;
+            }
         }
-        let has_rows = table["rows"].as_array().is_some_and(|r| !r.is_empty());
+        let has_rows = !table.rows.is_empty();
         if has_rows {
             self.printed_headers = true;
         }
