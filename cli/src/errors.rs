@@ -52,6 +52,11 @@ pub enum CliError {
     /// line (without `error: `) and exits with the same code.
     #[error("command terminated with exit code {0}")]
     Exit(u8),
+    /// A pod `run --attach` followed ended with a non-zero exit code: kubectl prints its
+    /// message as it is (`pod default/p terminated (Error)` and the container's message) and
+    /// exits with the container's code.
+    #[error("{message}")]
+    Terminated { message: String, code: u8 },
     /// A message kubectl prints as it is, without `error: ` (its `MultipleErrors` of an
     /// aggregate: `drain`'s refusals, one a line).
     #[error("{0}")]

@@ -291,6 +291,52 @@ impl ApiServer {
         self.client(&crate::workspace_binary("kubectl-lite")?, "home-lite", args)
     }
 
+    /// Runs kubectl (`lite: false`) or kubectl-lite with `input` on its stdin (written from a
+    /// thread, then closed), killed if it has not ended within `bound`.
+    pub fn kubectl_with_stdin(
+        &self,
+        lite: bool,
+        args: &[&str],
+        input: &[u8],
+        bound: Duration,
+    ) -> anyhow::Result<Output> {
+        use std::io::Write;
+        let (binary, home) = if lite {
+            (crate::workspace_binary("kubectl-lite")?, "home-lite")
+        } else {
+            (kubectl_binary()?, "home")
+        };
+        let home = self.dir.path().join(home);
+        std::fs::create_dir_all(&home)?;
+        let mut child = Command::new(binary)
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("KUBECONFIG", self.kubeconfig())
+            .env("HOME", home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let mut stdin = child.stdin.take().context("the child's stdin")?;
+        let input = input.to_vec();
+        let writer = std::thread::spawn(move || stdin.write_all(&input));
+        let pid = Pid::from_raw(i32::try_from(child.id())?);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(child.wait_with_output()));
+        let out = match rx.recv_timeout(bound) {
+            Ok(out) => out?,
+            Err(_) => {
+                let _ = kill(pid, Signal::SIGKILL);
+                bail!("{args:?} did not end within {bound:?}");
+            }
+        };
+        match writer.join() {
+            Ok(Err(e)) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+            _ => {}
+        }
+        Ok(out)
+    }
+
     fn client(&self, binary: &Path, home: &str, args: &[&str]) -> anyhow::Result<Output> {
         let home = self.dir.path().join(home);
         std::fs::create_dir_all(&home)?;

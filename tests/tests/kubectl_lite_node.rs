@@ -212,18 +212,9 @@ fn client(api: &ApiServer, lite: bool, args: &[&str]) -> Command {
     c
 }
 
-/// Runs a client with `input` on its stdin (written from a thread, then closed), bounded.
+/// Runs a client with `input` on its stdin, bounded.
 fn with_stdin(api: &ApiServer, lite: bool, args: &[&str], input: &[u8]) -> Output {
-    let mut child = client(api, lite, args).spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(child.wait_with_output()));
-    let out =
-        rx.recv_timeout(Duration::from_secs(60)).expect("exec -i ends with its stdin").unwrap();
-    writer.join().unwrap().unwrap();
-    out
+    api.kubectl_with_stdin(lite, args, input, Duration::from_secs(60)).unwrap()
 }
 
 /// (stdout, stderr, exit code) as text.

@@ -56,14 +56,36 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
             "cannot attach a container in a completed pod; current phase is {phase}"
         )));
     }
+    session(
+        f,
+        &pod,
+        &Session { container: a.container, stdin: a.stdin, tty: a.tty, quiet: a.quiet },
+    )
+    .await
+}
+
+/// What an attach session asks for.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub container: Option<String>,
+    pub stdin: bool,
+    pub tty: bool,
+    pub quiet: bool,
+}
+
+/// Attaches to a container of `pod` (kubectl's `AttachOptions.Run` once the pod is known; `run
+/// --attach` comes here too): the container named or the pod's default, a TTY exactly when
+/// the container has one, the session's notices on stderr, and after a raw-terminal session
+/// of a pod that restarts, how to resume it.
+pub async fn session(f: &Factory, pod: &Pod, s: &Session) -> Result<()> {
     let container =
-        podcmd::container_or_default(&pod, a.container.as_deref(), a.quiet, &mut std::io::stderr())
+        podcmd::container_or_default(pod, s.container.as_deref(), s.quiet, &mut std::io::stderr())
             .map_err(|e| CliError::Usage(format!("cannot attach to the container: {e}")))?;
     let has_tty = container.tty.unwrap_or(false);
-    let mut tty = a.tty;
+    let mut tty = s.tty;
     if tty && !has_tty {
         tty = false;
-        if !a.quiet {
+        if !s.quiet {
             eprintln!(
                 "error: Unable to use a TTY - container {} did not allocate one",
                 container.name
@@ -73,9 +95,9 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         // The container has a TTY: its stream has no separate stderr to read.
         tty = true;
     }
-    let raw_mode = exec::setup_tty(a.stdin, tty, a.quiet)?;
+    let raw_mode = exec::setup_tty(s.stdin, tty, s.quiet)?;
     let raw = raw_mode.is_some();
-    if !a.quiet {
+    if !s.quiet {
         eprintln!(
             "All commands and output from this session will be recorded in container logs, including credentials and sensitive information passed through the command prompt."
         );
@@ -89,18 +111,27 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     let pods: Api<Pod> = Api::namespaced(f.client().await?.clone(), &namespace);
     let params = AttachParams::default()
         .container(&container.name)
-        .stdin(a.stdin)
+        .stdin(s.stdin)
         .stdout(true)
         .stderr(!raw)
         .tty(raw);
     let server = f.server().await?;
     let process = pods.attach(&name, &params).await.map_err(|e| CliError::from_kube(&server, e))?;
-    let stdin = a.stdin.then(remotecommand::stdin_source);
+    let stdin = s.stdin.then(remotecommand::stdin_source);
     let mut out = remotecommand::stdout_sink;
     let mut err = remotecommand::stderr_sink;
     let out: remotecommand::Sink<'_> = &mut out;
     let err: remotecommand::Sink<'_> = &mut err;
-    remotecommand::stream(process, stdin, Some(out), (!raw).then_some(err)).await
+    remotecommand::stream(process, stdin, Some(out), (!raw).then_some(err)).await?;
+    drop(raw_mode);
+    let restarts = pod.spec.as_ref().and_then(|p| p.restart_policy.as_deref()) == Some("Always");
+    if !s.quiet && s.stdin && raw && restarts {
+        println!(
+            "Session ended, resume using 'kubectl attach {name} -c {} -i -t' command when the pod is running",
+            container.name
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -117,6 +117,25 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     crate::cmd::finish(errors)
 }
 
+/// Deletes one object as `run --rm` removes what it made (kubectl's delete options with their
+/// defaults: background propagation, the object's own grace period, no wait); an object
+/// already gone is no error; `pod "x" deleted from …` unless `quiet`.
+pub async fn remove(f: &Factory, info: &Info, quiet: bool) -> Result<()> {
+    let options =
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+    let body = serde_json::to_vec(&options).map_err(|e| CliError::Usage(e.to_string()))?;
+    match f
+        .send(Method::DELETE, &info.url(), Some((body, "application/json")), "application/json")
+        .await
+    {
+        Ok(_) if !quiet => println!("{}", deleted_line(info, false)),
+        Ok(_) => {}
+        Err(e) if e.is_not_found() => {}
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
 /// `pod "x" deleted from a namespace`, or for cluster-scoped objects `namespace "x" deleted`.
 fn deleted_line(info: &Info, forced: bool) -> String {
     let verb = if forced { "force deleted" } else { "deleted" };

@@ -205,7 +205,7 @@ fn names(pod: &Value, field: &str) -> Vec<String> {
 }
 
 /// Copies the log to stdout as it arrives (with `prefix` before each line, if given).
-async fn stream(f: &Factory, url: &str, prefix: Option<&str>) -> Result<()> {
+pub async fn stream(f: &Factory, url: &str, prefix: Option<&str>) -> Result<()> {
     let mut body = f.stream(url).await?;
     let mut out = std::io::stdout().lock();
     let mut at_line_start = true;

@@ -144,6 +144,15 @@ where
             eprintln!("{e}");
             ExitCode::from(code)
         }
+        Err(CliError::Terminated { message, code }) => {
+            // Printed as kubectl's fatal handler prints it: a newline added only if missing.
+            if message.ends_with('\n') {
+                eprint!("{message}");
+            } else {
+                eprintln!("{message}");
+            }
+            ExitCode::from(code)
+        }
         Err(e) => {
             eprintln!("{e}");
             ExitCode::from(1)

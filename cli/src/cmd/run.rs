@@ -1,11 +1,15 @@
 //! `run NAME --image=IMAGE [-- ARGS]`: kubectl run's pod (built by
 //! [`create::workloads::pod_object`](crate::cmd::create::workloads::pod_object)), created under
 //! the `kubectl-run` field manager, or printed under `--dry-run=client`; `pod/NAME created`.
-//! Attaching (`-i`, `-t`, `--attach`, `--rm`) and `--expose` are not offered.
+//! With `--attach` (the default with `-i`) the pod is followed instead ([`attached`]). `--expose`
+//! is not offered.
+
+mod attached;
 
 use crate::cmd::create::workloads::{POD, PodSpec, pod_object};
 use crate::cmd::create::{self, Common};
-use crate::cmd::dryrun;
+use crate::cmd::dryrun::{self, DryRun};
+use crate::cmd::podcmd;
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
 
@@ -43,6 +47,27 @@ pub struct Args {
     /// If true, run the container in privileged mode.
     #[arg(long)]
     pub privileged: bool,
+    /// Keep stdin open on the container in the pod, even if nothing is attached.
+    #[arg(short = 'i', long = "stdin")]
+    pub stdin: bool,
+    /// Allocate a TTY for the container in the pod.
+    #[arg(short = 't', long)]
+    pub tty: bool,
+    /// Wait for the pod to run, then attach to it (default: true with -i/--stdin).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true, action = clap::ArgAction::Set)]
+    pub attach: Option<bool>,
+    /// Delete the pod after it exits; only when attaching.
+    #[arg(long)]
+    pub rm: bool,
+    /// Leave stdin open after the first attach completes.
+    #[arg(long)]
+    pub leave_stdin_open: bool,
+    /// If true, suppress prompt messages.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// How long to wait until the pod is running (and, attached, until it ends).
+    #[arg(long, default_value = "1m0s")]
+    pub pod_running_timeout: String,
     #[command(flatten)]
     pub dry_run: dryrun::Flag,
     /// Output format: json, yaml, name, jsonpath=….
@@ -92,6 +117,7 @@ pub fn pod_spec(a: &Args) -> Result<PodSpec> {
     let Some((name, args)) = all.split_first().filter(|_| !a.args.is_empty()) else {
         return Err(usage("NAME is required for run"));
     };
+    podcmd::running_timeout(&a.pod_running_timeout).map_err(|e| usage(&usage_text(e)))?;
     let image = a.image.clone().unwrap_or_default();
     if image.is_empty() {
         return Err(CliError::Usage("--image is required".into()));
@@ -101,8 +127,22 @@ pub fn pod_spec(a: &Args) -> Result<PodSpec> {
             "Invalid image name \"{image}\": invalid reference format"
         )));
     }
-    if !["Always", "OnFailure", "Never"].contains(&a.restart.as_str()) {
-        return Err(usage(&format!("invalid restart policy: {}", a.restart)));
+    if a.tty && !a.stdin {
+        return Err(usage("-i/--stdin is required for containers with -t/--tty=true"));
+    }
+    let restart = match a.restart.as_str() {
+        "" if a.stdin => "OnFailure".to_string(),
+        "" => "Always".to_string(),
+        r @ ("Always" | "OnFailure" | "Never") => r.to_string(),
+        other => return Err(usage(&format!("invalid restart policy: {other}"))),
+    };
+    if a.rm && !attaching(a) {
+        return Err(usage("--rm should only be used for attached containers"));
+    }
+    if attaching(a) && DryRun::parse(&a.dry_run.dry_run)?.0 != DryRun::None {
+        return Err(usage(
+            "--dry-run=[server|client] can't be used with attached containers options (--attach, --stdin, or --tty)",
+        ));
     }
     if let Some(p) = &a.image_pull_policy
         && !["Always", "IfNotPresent", "Never", ""].contains(&p.as_str())
@@ -138,17 +178,36 @@ pub fn pod_spec(a: &Args) -> Result<PodSpec> {
         annotations,
         env,
         port,
-        restart: a.restart.clone(),
+        restart,
         args: args.to_vec(),
         command: a.command,
         image_pull_policy: a.image_pull_policy.clone().filter(|p| !p.is_empty()),
         privileged: a.privileged,
+        stdin: a.stdin,
+        tty: a.tty,
+        leave_stdin_open: a.leave_stdin_open,
         ..PodSpec::default()
     })
 }
 
+/// Whether the pod is followed once made: `--attach`, which `-i` turns on unless it is given.
+fn attaching(a: &Args) -> bool {
+    a.attach.unwrap_or(a.stdin)
+}
+
+/// A usage error's message without its `error: `.
+fn usage_text(e: CliError) -> String {
+    match e {
+        CliError::Usage(m) => m,
+        other => other.to_string(),
+    }
+}
+
 pub async fn run(f: &Factory, a: Args) -> Result<()> {
     let spec = pod_spec(&a)?;
+    if attaching(&a) {
+        return attached::run(f, &a, &spec).await;
+    }
     let common = Common {
         dry_run: a.dry_run,
         output: a.output,
@@ -186,6 +245,17 @@ mod tests {
     }
 
     #[test]
+    fn stdin_attaches_and_an_empty_restart_policy_follows_it() {
+        let s = spec(&["p", "--image=x", "-i", "--rm", "--restart="]).unwrap();
+        assert_eq!((s.stdin, s.restart.as_str()), (true, "OnFailure"));
+        let s = spec(&["p", "--image=x", "--restart="]).unwrap();
+        assert_eq!((s.stdin, s.restart.as_str()), (false, "Always"));
+        let s = spec(&["p", "--image=x", "--attach", "--rm", "-i", "-t", "--leave-stdin-open"]);
+        let s = s.unwrap();
+        assert!(s.stdin && s.tty && s.leave_stdin_open);
+    }
+
+    #[test]
     fn bad_input_is_refused_as_kubectl_words_it() {
         let err = |argv: &[&str]| spec(argv).unwrap_err().to_string();
         assert_eq!(
@@ -201,6 +271,29 @@ mod tests {
         assert_eq!(err(&["p", "--image=x", "--env=NOEQUALS"]), "error: invalid env: NOEQUALS");
         assert_eq!(err(&["p", "--image=x", "--env=1A=b"]), "error: invalid env: 1A=b");
         assert_eq!(err(&["p", "--image=x", "--labels=a"]), "error: unexpected label spec: a");
+        let see = "\nSee 'kubectl run -h' for help and examples";
+        assert_eq!(
+            err(&["p", "--image=x", "-t"]),
+            format!("error: -i/--stdin is required for containers with -t/--tty=true{see}")
+        );
+        assert_eq!(
+            err(&["p", "--image=x", "--rm"]),
+            format!("error: --rm should only be used for attached containers{see}")
+        );
+        assert_eq!(
+            err(&["p", "--image=x", "-i", "--attach=false", "--rm"]),
+            format!("error: --rm should only be used for attached containers{see}")
+        );
+        assert_eq!(
+            err(&["p", "--image=x", "-i", "--dry-run=client"]),
+            format!(
+                "error: --dry-run=[server|client] can't be used with attached containers options (--attach, --stdin, or --tty){see}"
+            )
+        );
+        assert_eq!(
+            err(&["p", "--image=x", "-i", "--pod-running-timeout=0s"]),
+            format!("error: --pod-running-timeout must be higher than zero{see}")
+        );
         assert_eq!(
             err(&["p", "--image=x", "--port=http"]),
             "error: strconv.Atoi: parsing \"http\": invalid syntax"

@@ -208,6 +208,21 @@ pub async fn emit(
     if strategy == DryRun::Client {
         return print(&output, &shown, strategy, Printed::Node(&node));
     }
+    let created = post(f, c, kind, node.compact().into_bytes(), strategy, wrap).await?;
+    print(&output, &shown, strategy, Printed::Value(&created))
+}
+
+/// POSTs an object of `kind` (`body`, as JSON) as `create` sends it (field manager, validation,
+/// `dryRun=All` under a server-side dry run): the object the server made, its managed fields
+/// left out as kubectl's printers leave them out. `wrap` prefixes a server's refusal.
+pub async fn post(
+    f: &Factory,
+    c: &Common,
+    kind: Kind,
+    body: Vec<u8>,
+    strategy: DryRun,
+    wrap: Option<&str>,
+) -> Result<Value> {
     let namespace = if kind.namespaced { f.namespace().await? } else { String::new() };
     let validation = match c.validate.as_str() {
         "strict" | "true" => "Strict",
@@ -227,7 +242,6 @@ pub async fn emit(
     if strategy == DryRun::Server {
         url.push_str("&dryRun=All");
     }
-    let body = node.compact().into_bytes();
     let created = f
         .send(Method::POST, &url, Some((body, "application/json")), "application/json")
         .await
@@ -240,7 +254,7 @@ pub async fn emit(
     if let Some(meta) = created.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
-    print(&output, &shown, strategy, Printed::Value(&created))
+    Ok(created)
 }
 
 enum Printed<'a> {
