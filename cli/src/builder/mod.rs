@@ -3,8 +3,12 @@
 //! turned into targets: single objects (with the object read from a file, if any) or
 //! collections to list. Errors are gathered per document and per argument, never stopping the
 //! others; the command reports them at the end.
+//!
+//! - [`documents`]: files → documents → objects; [`labels`]: `-l` read and matched on this side,
+//!   for the objects of files.
 
 pub mod documents;
+pub mod labels;
 
 use std::sync::Arc;
 
