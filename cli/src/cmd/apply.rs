@@ -82,7 +82,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     };
     let (mut infos, mut errors) = builder::from_files(f, &a.filenames, a.recursive).await?;
     if let Some(sel) = &filter {
-        infos.retain(|i| i.object.as_ref().is_some_and(|o| labels::matches(sel, o)));
+        infos.retain(|i| i.object.as_ref().is_some_and(|o| sel.matches(o)));
     }
     if infos.is_empty() && errors.is_empty() {
         return Err(CliError::Usage("no objects passed to apply".into()));
