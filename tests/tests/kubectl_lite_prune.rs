@@ -66,6 +66,7 @@ fn write_files(dir: &std::path::Path) {
     std::fs::write(dir.join("created.yaml"), CREATED).unwrap();
     std::fs::write(dir.join("unlabelled.yaml"), UNLABELLED).unwrap();
     std::fs::write(dir.join("elsewhere.yaml"), ELSEWHERE).unwrap();
+    std::fs::write(dir.join("empty.yaml"), "---\n").unwrap();
 }
 
 const LIST: &[&str] = &["get", "cm,deploy", "-A", "-o", "name"];
@@ -181,6 +182,8 @@ const REFUSED: &[&[&str]] = &[
     &["apply", "-f", "v1", "--prune", "-l", "app=x", "--cascade=sideways"],
     &["apply", "-f", "v1", "--server-side", "--dry-run=client"],
     &["apply", "-f", "v1", "--dry-run=maybe"],
+    &["apply", "-f", "empty.yaml", "--prune", "--all"],
+    &["create", "-f", "empty.yaml"],
     // Selectors kubectl's label parser refuses, in its words.
     &["apply", "-f", "v1", "-l", "a b"],
     &["apply", "-f", "v1", "-l", "a in (x"],

@@ -85,7 +85,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         infos.retain(|i| i.object.as_ref().is_some_and(|o| sel.matches(o)));
     }
     if infos.is_empty() && errors.is_empty() {
-        return Err(CliError::Usage("no objects passed to apply".into()));
+        return Err(builder::no_objects("apply"));
     }
     let mut visited = prune::Visited::default();
     if f.namespace_explicit() {
