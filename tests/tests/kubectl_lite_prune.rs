@@ -72,8 +72,9 @@ fn write_files(dir: &std::path::Path) {
 const LIST: &[&str] = &["get", "cm,deploy", "-A", "-o", "name"];
 
 /// Applied, then pruned as files go away. The default prune set fails alike in both:
-/// apiserver-lite serves no PersistentVolumeClaims, so kubectl cannot map that type; the
-/// pruning itself runs under allowlists.
+/// apiserver-lite serves no PersistentVolumeClaims (nor PersistentVolumes,
+/// ReplicationControllers, Ingresses, StatefulSets), so kubectl cannot map the first of them;
+/// the pruning itself runs under allowlists.
 const PRUNE: &[&[&str]] = &[
     &["apply", "-f", "v1"],
     &["create", "-f", "created.yaml"],
