@@ -139,6 +139,18 @@ impl Resources {
             .cloned()
     }
 
+    /// The resource kubectl's discovery RESTMapper maps `apiVersion`/`kind` to: the kind as
+    /// served, or all in lower case (it registers both).
+    pub fn mapping(&self, api_version: &str, kind: &str) -> Option<Arc<Resource>> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        self.for_kind(api_version, kind).or_else(|| {
+            self.resources
+                .iter()
+                .find(|r| r.group == group && r.version == version && r.kind.to_lowercase() == kind)
+                .cloned()
+        })
+    }
+
     /// The resources of every group and version, from aggregated discovery documents.
     pub fn from_aggregated(docs: &[GroupDiscoveryList]) -> Resources {
         let mut resources = Vec::new();
@@ -291,6 +303,11 @@ pub fn unknown(arg: &str) -> CliError {
     CliError::UnknownResource(arg.to_string())
 }
 
+/// The RESTMapper's words for a kind no served version has (`NoKindMatchError`).
+pub fn no_kind_match(api_version: &str, kind: &str) -> String {
+    format!("no matches for kind \"{kind}\" in version \"{api_version}\"")
+}
+
 /// A type argument's lookup, refreshing a stale cache once on a miss as kubectl does.
 pub type Lookup = Result<Arc<Resource>>;
 
@@ -340,6 +357,16 @@ mod tests {
         assert_eq!(r.lookup("deployments.v1.apps").unwrap().kind, "Deployment");
         assert_eq!(r.lookup("deployments.apps").unwrap().kind, "Deployment");
         assert!(r.lookup("deployments.batch").is_none());
+    }
+
+    #[test]
+    fn a_kind_maps_as_served_or_all_in_lower_case() {
+        let r = resources();
+        assert_eq!(r.mapping("apps/v1", "Deployment").unwrap().plural, "deployments");
+        assert_eq!(r.mapping("apps/v1", "deployment").unwrap().plural, "deployments");
+        assert!(r.mapping("apps/v1", "DEPLOYMENT").is_none());
+        assert!(r.mapping("apps/v2", "Deployment").is_none());
+        assert!(r.for_kind("apps/v1", "deployment").is_none());
     }
 
     #[test]

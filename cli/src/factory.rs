@@ -201,18 +201,40 @@ impl Factory {
 
     /// The resource of an object's `apiVersion`/`kind`, refreshing the cache once on a miss.
     pub async fn resource_for_kind(&self, api_version: &str, kind: &str) -> Result<Arc<Resource>> {
-        if let Some(r) = self.resources().await?.for_kind(api_version, kind) {
-            return Ok(r);
+        self.kind(api_version, kind).await?.ok_or_else(|| {
+            CliError::Usage(format!(
+                "resource mapping not found for name: \"\" namespace: \"\" from \"\": {}\nensure CRDs are installed first",
+                discovery::no_kind_match(api_version, kind)
+            ))
+        })
+    }
+
+    /// The resource serving `apiVersion`/`kind` exactly, refreshing the cache once on a miss;
+    /// `None` if the server serves no such kind.
+    pub async fn kind(&self, api_version: &str, kind: &str) -> Result<Option<Arc<Resource>>> {
+        self.kind_by(api_version, kind, Resources::for_kind).await
+    }
+
+    /// As [`kind`](Self::kind), with the kind also in lower case, as kubectl's RESTMapper
+    /// maps a kind it is given (`--prune-allowlist`).
+    pub async fn mapping(&self, api_version: &str, kind: &str) -> Result<Option<Arc<Resource>>> {
+        self.kind_by(api_version, kind, Resources::mapping).await
+    }
+
+    async fn kind_by(
+        &self,
+        api_version: &str,
+        kind: &str,
+        find: fn(&Resources, &str, &str) -> Option<Arc<Resource>>,
+    ) -> Result<Option<Arc<Resource>>> {
+        if let Some(r) = find(self.resources().await?, api_version, kind) {
+            return Ok(Some(r));
         }
         let fresh = self.discover().await?;
         if let Some(c) = DiskCache::for_server(&self.server().await?) {
             c.write(&fresh);
         }
-        fresh.for_kind(api_version, kind).ok_or_else(|| {
-            CliError::Usage(format!(
-                "resource mapping not found for name: \"\" namespace: \"\" from \"\": no matches for kind \"{kind}\" in version \"{api_version}\"\nensure CRDs are installed first"
-            ))
-        })
+        Ok(find(&fresh, api_version, kind))
     }
 }
 

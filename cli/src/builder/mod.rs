@@ -3,8 +3,12 @@
 //! turned into targets: single objects (with the object read from a file, if any) or
 //! collections to list. Errors are gathered per document and per argument, never stopping the
 //! others; the command reports them at the end.
+//!
+//! - [`documents`]: files → documents → objects; [`labels`]: `-l` read and matched on this side,
+//!   for the objects of files.
 
 pub mod documents;
+pub mod labels;
 
 use std::sync::Arc;
 
@@ -94,6 +98,9 @@ pub async fn targets(f: &Factory, sel: &Selection) -> Result<(Vec<Target>, Vec<C
             ));
         }
         let (infos, errs) = from_files(f, &sel.filenames, sel.recursive).await?;
+        if infos.is_empty() && errs.is_empty() {
+            return Err(no_objects("create"));
+        }
         out.extend(infos.into_iter().map(Target::Object));
         errors.extend(errs);
         return Ok((out, errors));
@@ -162,8 +169,14 @@ pub async fn targets(f: &Factory, sel: &Selection) -> Result<(Vec<Target>, Vec<C
     Ok((out, errors))
 }
 
+/// kubectl's refusal of files that hold no object: `no objects passed to <verb>`.
+pub fn no_objects(verb: &str) -> CliError {
+    CliError::Usage(format!("no objects passed to {verb}"))
+}
+
 /// The objects of `-f` files: each mapped to its resource and namespace. A document whose type
 /// the server does not serve, or whose namespace disagrees with `-n`, is an error of its own.
+/// Files holding no object give neither (the command words that, [`no_objects`]).
 pub async fn from_files(
     f: &Factory,
     filenames: &[String],
@@ -183,9 +196,6 @@ pub async fn from_files(
         let (d, e) = documents::read(&p);
         docs.extend(d);
         errors.extend(e);
-    }
-    if docs.is_empty() && errors.is_empty() {
-        return Err(CliError::Usage("no objects passed to create".into()));
     }
     let namespace = if docs.is_empty() { String::new() } else { f.namespace().await? };
     for d in docs {

@@ -2,13 +2,19 @@
 //! annotation, a create when the object is absent, else the three-way strategic merge patch of
 //! [`strategicpatch`](crate::strategicpatch): `created`, `configured` or `unchanged`), or with
 //! `--server-side` an apply patch under a field manager (`serverside-applied`, conflicts as
-//! kubectl words them).
+//! kubectl words them); `-l` applies only the files' objects it matches; `--dry-run`.
+//!
+//! - [`prune`]: `--prune` with `-l` or `--all` (and `--prune-allowlist`, `--cascade`,
+//!   `--grace-period`): the objects applied before but no longer in the files deleted.
+
+pub mod prune;
 
 use http::Method;
 use serde_json::{Map, Value};
 
-use crate::builder::{self, Info};
+use crate::builder::{self, Info, labels};
 use crate::cmd::create::when;
+use crate::cmd::dryrun::{self, DryRun};
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
 use crate::strategicpatch;
@@ -39,47 +45,157 @@ pub struct Args {
     /// Output format: name prints `<kind>/<name>` only.
     #[arg(short = 'o', long, value_parser = ["name"])]
     pub output: Option<String>,
+    /// Selector (label query): only the files' objects it matches are applied (and pruned).
+    #[arg(short = 'l', long)]
+    pub selector: Option<String>,
+    #[command(flatten)]
+    pub prune: prune::Flags,
+    /// How a pruned object's dependents go: background, foreground or orphan.
+    #[arg(long, default_value = "background", num_args = 0..=1, require_equals = true, default_missing_value = "background")]
+    pub cascade: String,
+    /// Seconds a pruned object has to terminate gracefully (-1: the object's own).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub grace_period: i64,
+    #[command(flatten)]
+    pub dry_run: dryrun::Flag,
+}
+
+impl Args {
+    /// `-l`, an empty one being none (as kubectl's string flag).
+    fn selector(&self) -> Option<&str> {
+        self.selector.as_deref().filter(|s| !s.is_empty())
+    }
 }
 
 pub async fn run(f: &Factory, a: Args) -> Result<()> {
-    if a.force_conflicts && !a.server_side {
-        return Err(CliError::Usage("--force-conflicts only works with --server-side".into()));
+    // kubectl's order: the flags read (`ToOptions`), the allowlist mapped, then `Validate`.
+    let dry_run = a.dry_run.strategy()?;
+    let propagation = crate::cmd::delete::propagation(&a.cascade)?;
+    let types =
+        if a.prune.prune { prune::allowlist(f, &a.prune.allowlist).await? } else { Vec::new() };
+    validate(&a, dry_run)?;
+    let filter = match a.selector() {
+        Some(s) => Some(labels::parse(s).map_err(|e| {
+            CliError::Usage(format!("the provided selector {s:?} is not valid: {e}"))
+        })?),
+        None => None,
+    };
+    let (mut infos, mut errors) = builder::from_files(f, &a.filenames, a.recursive).await?;
+    if let Some(sel) = &filter {
+        infos.retain(|i| i.object.as_ref().is_some_and(|o| sel.matches(o)));
     }
-    let (infos, mut errors) = builder::from_files(f, &a.filenames, a.recursive).await?;
+    if infos.is_empty() && errors.is_empty() {
+        return Err(builder::no_objects("apply"));
+    }
+    let mut visited = prune::Visited::default();
+    if f.namespace_explicit() {
+        visited.namespaces.insert(f.namespace().await?);
+    }
     for info in infos {
         let Some(object) = &info.object else { continue };
+        if let Some(ns) = &info.namespace {
+            visited.namespaces.insert(ns.clone());
+        }
         let done = if a.server_side {
-            server_side(f, &a, &info, object).await.map_err(conflict)
+            server_side(f, &a, dry_run, &info, object).await.map_err(conflict)
         } else {
-            client_side(f, &info, object).await
+            client_side(f, dry_run, &info, object).await
         };
         match done {
-            Ok(operation) => match a.output.as_deref() {
-                Some("name") => println!("{}", info.kind_name()),
-                _ => println!("{} {operation}", info.kind_name()),
-            },
+            Ok((operation, uid)) => {
+                visited.uids.insert(uid);
+                match a.output.as_deref() {
+                    Some("name") => println!("{}", info.kind_name()),
+                    _ => println!("{} {}", info.kind_name(), dry_run.operation(operation)),
+                }
+            }
             Err(e) => errors.push(e),
         }
     }
-    crate::cmd::finish(errors)
+    if !errors.is_empty() || !a.prune.prune {
+        return crate::cmd::finish(errors);
+    }
+    let plan = prune::Plan {
+        types,
+        selector: a.selector().map(str::to_string),
+        dry_run,
+        propagation,
+        grace_period: a.grace_period,
+        names_only: a.output.as_deref() == Some("name"),
+    };
+    prune::run(f, &plan, &visited).await
+}
+
+/// kubectl's `ApplyOptions.Validate`, for the flags kubectl-lite takes, in kubectl's order.
+fn validate(a: &Args, dry_run: DryRun) -> Result<()> {
+    let refuse = |m: &str| Err(CliError::Usage(m.into()));
+    if a.force_conflicts && !a.server_side {
+        return refuse("--force-conflicts only works with --server-side");
+    }
+    if dry_run == DryRun::Client && a.server_side {
+        return refuse(
+            "--dry-run=client doesn't work with --server-side (did you mean --dry-run=server instead?)",
+        );
+    }
+    if a.prune.all && a.selector().is_some() {
+        return refuse("cannot set --all and --selector at the same time");
+    }
+    if a.prune.prune {
+        if !a.prune.all && a.selector().is_none() {
+            return refuse(
+                "all resources selected for prune without explicitly passing --all. To prune all resources, pass the --all flag. If you did not mean to prune all resources, specify a label selector",
+            );
+        }
+        if a.server_side {
+            return refuse(
+                "--prune is in alpha and doesn't currently work on objects created by server-side apply",
+            );
+        }
+    }
+    Ok(())
+}
+
+/// kubectl's `WarnIfDeleting`: an object applied while it is being deleted.
+fn warn_if_deleting(object: &Value) {
+    if object.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        eprintln!("Warning: Detected changes to resource {name} which is currently being deleted.");
+    }
+}
+
+/// An object's UID (empty when it has none: a client dry run's create).
+fn uid(object: &Value) -> String {
+    object.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
 /// A server-side apply: the object as the apply patch.
-async fn server_side(f: &Factory, a: &Args, info: &Info, object: &Value) -> Result<&'static str> {
+async fn server_side(
+    f: &Factory,
+    a: &Args,
+    dry_run: DryRun,
+    info: &Info,
+    object: &Value,
+) -> Result<(&'static str, String)> {
     let manager = a.field_manager.as_deref().unwrap_or("kubectl");
     let mut url = format!("{}?fieldManager={}", info.url(), crate::builder::encode(manager));
     if a.force_conflicts {
         url.push_str("&force=true");
     }
+    if dry_run == DryRun::Server {
+        url.push_str("&dryRun=All");
+    }
     let body = go_json(object);
-    f.send(
-        Method::PATCH,
-        &url,
-        Some((body.into_bytes(), "application/apply-patch+yaml")),
-        "application/json",
-    )
-    .await?;
-    Ok("serverside-applied")
+    let applied = f
+        .send(
+            Method::PATCH,
+            &url,
+            Some((body.into_bytes(), "application/apply-patch+yaml")),
+            "application/json",
+        )
+        .await?;
+    let applied: Value = serde_json::from_slice(&applied).unwrap_or_default();
+    warn_if_deleting(&applied);
+    Ok(("serverside-applied", uid(&applied)))
 }
 
 /// A conflict worded as kubectl words it: the server's message, then what to do about it.
@@ -104,23 +220,41 @@ See https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts"
     }
 }
 
-/// A client-side apply: create with the annotation, or patch the live object.
-async fn client_side(f: &Factory, info: &Info, object: &Value) -> Result<&'static str> {
+/// A client-side apply: create with the annotation, or patch the live object; the operation
+/// and the UID of the object applied. A client dry run reads the live object and sends nothing.
+async fn client_side(
+    f: &Factory,
+    dry_run: DryRun,
+    info: &Info,
+    object: &Value,
+) -> Result<(&'static str, String)> {
     let modified = with_last_applied(object);
-    let query = format!("?fieldManager={CLIENT_SIDE_MANAGER}");
+    let mut query = format!("?fieldManager={CLIENT_SIDE_MANAGER}");
+    if dry_run == DryRun::Server {
+        query.push_str("&dryRun=All");
+    }
     let live = match f.get_json(&info.url()).await {
         Ok(v) => v,
         Err(e) if e.is_not_found() => {
+            if dry_run == DryRun::Client {
+                return Ok(("created", uid(object)));
+            }
             let url = format!("{}{query}", info.resource.url(info.namespace.as_deref(), None));
             let body = serde_json::to_vec(&modified).map_err(|e| CliError::Usage(e.to_string()))?;
             let path = info.origin.as_ref().map(|o| o.path.as_str());
-            f.send(Method::POST, &url, Some((body, "application/json")), "application/json")
+            let created = f
+                .send(Method::POST, &url, Some((body, "application/json")), "application/json")
                 .await
                 .map_err(|e| when(e, "creating", path))?;
-            return Ok("created");
+            let created: Value = serde_json::from_slice(&created).unwrap_or_default();
+            return Ok(("created", uid(&created)));
         }
         Err(e) => return Err(e),
     };
+    let live_uid = uid(&live);
+    if dry_run == DryRun::Client {
+        return Ok(("configured", live_uid));
+    }
     let original = live
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(LAST_APPLIED))
@@ -139,17 +273,20 @@ async fn client_side(f: &Factory, info: &Info, object: &Value) -> Result<&'stati
     )
     .map_err(|e| CliError::Usage(e.to_string()))?;
     if patch.is_empty() {
-        return Ok("unchanged");
+        warn_if_deleting(&live);
+        return Ok(("unchanged", live_uid));
     }
     let body = serde_json::to_vec(&patch).map_err(|e| CliError::Usage(e.to_string()))?;
-    f.send(
-        Method::PATCH,
-        &format!("{}{query}", info.url()),
-        Some((body, "application/strategic-merge-patch+json")),
-        "application/json",
-    )
-    .await?;
-    Ok("configured")
+    let patched = f
+        .send(
+            Method::PATCH,
+            &format!("{}{query}", info.url()),
+            Some((body, "application/strategic-merge-patch+json")),
+            "application/json",
+        )
+        .await?;
+    warn_if_deleting(&serde_json::from_slice(&patched).unwrap_or_default());
+    Ok(("configured", live_uid))
 }
 
 /// The object with its last-applied annotation: the object's own JSON without that annotation
@@ -214,6 +351,57 @@ mod tests {
         assert_eq!(
             out["metadata"]["annotations"][LAST_APPLIED],
             "{\"metadata\":{\"annotations\":{\"a\":\"1\"},\"name\":\"c\"}}\n"
+        );
+    }
+
+    #[derive(clap::Parser)]
+    struct Line {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// `apply <argv>`'s refusal before anything is read or sent, if any.
+    fn refusal(argv: &[&str]) -> Option<String> {
+        let line = <Line as clap::Parser>::try_parse_from(
+            ["apply", "-f", "x.yaml"].iter().chain(argv).copied(),
+        )
+        .unwrap();
+        let dry_run = line.args.dry_run.strategy().unwrap();
+        validate(&line.args, dry_run).err().map(|e| e.to_string())
+    }
+
+    #[test]
+    fn prune_needs_a_selector_or_all_and_not_both() {
+        assert_eq!(
+            refusal(&["--prune"]).unwrap(),
+            "error: all resources selected for prune without explicitly passing --all. To prune all resources, pass the --all flag. If you did not mean to prune all resources, specify a label selector"
+        );
+        assert_eq!(refusal(&["--prune", "-l", ""]), refusal(&["--prune"]));
+        assert_eq!(
+            refusal(&["--prune", "--all", "-l", "app=x"]).unwrap(),
+            "error: cannot set --all and --selector at the same time"
+        );
+        // Without --prune too, as kubectl checks it.
+        assert_eq!(refusal(&["--all", "-l", "app=x"]), refusal(&["--prune", "--all", "-l", "a"]));
+        assert_eq!(refusal(&["--prune", "-l", "app=x"]), None);
+        assert_eq!(refusal(&["--prune", "--all"]), None);
+        assert_eq!(refusal(&["--prune=false"]), None);
+    }
+
+    #[test]
+    fn prune_and_client_dry_runs_do_not_work_with_server_side() {
+        assert_eq!(
+            refusal(&["--prune", "--all", "--server-side"]).unwrap(),
+            "error: --prune is in alpha and doesn't currently work on objects created by server-side apply"
+        );
+        assert_eq!(
+            refusal(&["--server-side", "--dry-run=client"]).unwrap(),
+            "error: --dry-run=client doesn't work with --server-side (did you mean --dry-run=server instead?)"
+        );
+        assert_eq!(refusal(&["--server-side", "--dry-run=server"]), None);
+        assert_eq!(
+            refusal(&["--force-conflicts", "--prune"]).unwrap(),
+            "error: --force-conflicts only works with --server-side"
         );
     }
 

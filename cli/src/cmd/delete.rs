@@ -49,16 +49,7 @@ pub struct Args {
 }
 
 pub async fn run(f: &Factory, a: Args) -> Result<()> {
-    let propagation = match a.cascade.as_str() {
-        "background" | "true" => "Background",
-        "foreground" => "Foreground",
-        "orphan" | "false" => "Orphan",
-        other => {
-            return Err(CliError::Usage(format!(
-                "invalid cascade value ({other}). Must be \"background\", \"foreground\", or \"orphan\""
-            )));
-        }
-    };
+    let propagation = propagation(&a.cascade)?;
     if a.args.is_empty() && a.filenames.is_empty() {
         return Err(CliError::Usage("You must provide one or more resources by argument or filename.\nExample resource specifications include:\n   '-f rsrc.yaml'\n   '--filename=rsrc.json'\n   '<resource> <name>'\n   '<resource>'".into()));
     }
@@ -134,6 +125,26 @@ pub async fn remove(f: &Factory, info: &Info, quiet: bool) -> Result<()> {
         Err(e) => return Err(e),
     }
     Ok(())
+}
+
+/// The propagation policy `--cascade` names (kubectl's `parseCascadingFlag`): `background`,
+/// `foreground` or `orphan`, or a boolean with kubectl's deprecation warning.
+pub fn propagation(cascade: &str) -> Result<&'static str> {
+    if let Some(b) = crate::cmd::dryrun::go_bool(cascade) {
+        let (policy, name) = if b { ("Background", "background") } else { ("Orphan", "orphan") };
+        eprintln!(
+            "warning: --cascade={cascade} is deprecated (boolean value) and can be replaced with --cascade={name}."
+        );
+        return Ok(policy);
+    }
+    match cascade {
+        "background" => Ok("Background"),
+        "foreground" => Ok("Foreground"),
+        "orphan" => Ok("Orphan"),
+        other => Err(CliError::Usage(format!(
+            "invalid cascade value ({other}). Must be \"background\", \"foreground\", or \"orphan\""
+        ))),
+    }
 }
 
 /// `pod "x" deleted from a namespace`, or for cluster-scoped objects `namespace "x" deleted`.

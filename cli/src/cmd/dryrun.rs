@@ -36,7 +36,7 @@ impl Flag {
 }
 
 /// Go's `strconv.ParseBool`.
-fn go_bool(s: &str) -> Option<bool> {
+pub fn go_bool(s: &str) -> Option<bool> {
     match s {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),

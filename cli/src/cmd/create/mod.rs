@@ -288,6 +288,9 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         return Err(CliError::Usage("must specify one of -f and -k".into()));
     }
     let (infos, mut errors) = builder::from_files(f, &a.filenames, a.recursive).await?;
+    if infos.is_empty() && errors.is_empty() {
+        return Err(builder::no_objects("create"));
+    }
     for info in infos {
         let Some(object) = &info.object else { continue };
         let saved = a.save_config.then(|| crate::cmd::apply::with_last_applied(object));
