@@ -13,6 +13,7 @@
 //! - [`scheduling`]: whether a pod's node selector and required affinity match a node, and
 //!   whether its tolerations tolerate a node's taints (upstream's `component-helpers`).
 //! - [`keys`]: well-known label and annotation keys.
+//! - [`labels`]: label selectors' text, read and matched as apimachinery's `labels.Parse`.
 //! - [`schema`]: how the built-in types' lists and maps merge (list types, merge keys), for
 //!   server-side apply, strategic merge patch and kubectl-lite's three-way patch.
 //! - [`secret`]: Secret types, their required keys, the size limit of Secrets and ConfigMaps.
@@ -24,6 +25,7 @@ pub mod decode;
 pub mod defaults;
 pub mod duration;
 pub mod keys;
+pub mod labels;
 pub mod qos;
 pub mod quantity;
 pub mod resources;

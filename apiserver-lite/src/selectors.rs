@@ -3,75 +3,21 @@
 
 use std::collections::BTreeMap;
 
+use api::labels;
 use serde_json::Value;
 
 use crate::errors::ApiError;
 use crate::resources::ResourceType;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Requirement {
-    Exists(String),
-    NotExists(String),
-    Equals(String, String),
-    NotEquals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-}
-
-/// A parsed label selector; empty matches everything.
+/// A request's `labelSelector`, read by the `api` crate's `labels.Parse`; empty matches
+/// everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector(Vec<Requirement>);
-
-/// Splits on commas outside parentheses.
-fn split_top(s: &str) -> Vec<&str> {
-    let (mut out, mut depth, mut start) = (Vec::new(), 0i32, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&s[start..]);
-    out
-}
-
-fn values(list: &str) -> Option<Vec<String>> {
-    let inner = list.trim().strip_prefix('(')?.strip_suffix(')')?;
-    Some(inner.split(',').map(|v| v.trim().to_string()).collect())
-}
+pub struct LabelSelector(labels::Selector);
 
 impl LabelSelector {
+    /// The selector, or a 400 with `labels.Parse`'s words, as upstream's parameter decoding.
     pub fn parse(s: &str) -> Result<Self, ApiError> {
-        let bad = |part: &str| {
-            ApiError::bad_request(format!(
-                "unable to parse requirement: found {part:?}: invalid label selector {s:?}"
-            ))
-        };
-        let mut reqs = Vec::new();
-        for part in split_top(s).into_iter().map(str::trim).filter(|p| !p.is_empty()) {
-            let req = if let Some(key) = part.strip_prefix('!') {
-                Requirement::NotExists(key.trim().to_string())
-            } else if let Some((k, v)) = part.split_once("!=") {
-                Requirement::NotEquals(k.trim().to_string(), v.trim().to_string())
-            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-                Requirement::Equals(k.trim().to_string(), v.trim().to_string())
-            } else if let Some((k, rest)) = part.split_once(" notin ") {
-                Requirement::NotIn(k.trim().to_string(), values(rest).ok_or_else(|| bad(part))?)
-            } else if let Some((k, rest)) = part.split_once(" in ") {
-                Requirement::In(k.trim().to_string(), values(rest).ok_or_else(|| bad(part))?)
-            } else if part.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) {
-                Requirement::Exists(part.to_string())
-            } else {
-                return Err(bad(part));
-            };
-            reqs.push(req);
-        }
-        Ok(Self(reqs))
+        labels::parse(s).map(Self).map_err(|e| ApiError::bad_request(e.to_string()))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -79,14 +25,7 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.0.iter().all(|r| match r {
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::NotExists(k) => !labels.contains_key(k),
-            Requirement::Equals(k, v) => labels.get(k) == Some(v),
-            Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|l| vs.contains(l)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.contains(l)),
-        })
+        self.0.matches_labels(labels)
     }
 }
 

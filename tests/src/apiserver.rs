@@ -418,6 +418,28 @@ pub fn difference(
     })
 }
 
+/// Runs `script` through kubectl-lite and the real kubectl, each against a fresh apiserver of
+/// its own that `setup` prepares, and says (as [`difference`] does) every step whose output,
+/// masked by `mask`, or exit code differs.
+pub fn script_differences(
+    script: &[&[&str]],
+    setup: impl Fn(&ApiServer),
+    mask: impl Fn(&[u8]) -> String,
+) -> anyhow::Result<Vec<String>> {
+    let lite = ApiServer::start()?;
+    let real = ApiServer::start()?;
+    setup(&lite);
+    setup(&real);
+    let mut differences = Vec::new();
+    for args in script {
+        let l = lite.kubectl_lite(args)?;
+        let r = real.kubectl(args)?;
+        let seen = |o: &Output| (mask(&o.stdout), mask(&o.stderr), o.status.code());
+        differences.extend(difference(args, seen(&l), seen(&r)));
+    }
+    Ok(differences)
+}
+
 /// Which store an apiserver under test keeps its objects in: the API suites run on each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Store {

@@ -186,31 +186,15 @@ fn kubectl_lite_sorts_what_get_prints_as_kubectl_does() {
     compare(SORT);
 }
 
-/// Runs `script` through kubectl-lite and the real kubectl, each against a server of its own,
-/// and fails listing every step whose masked output or exit code differs.
+/// Fails listing every step of `script` whose masked output or exit code differs between
+/// kubectl-lite and the real kubectl, each against a server of its own.
 fn compare(script: &[&[&str]]) {
-    let lite = ApiServer::start().unwrap();
-    let real = ApiServer::start().unwrap();
-    for s in [&lite, &real] {
+    let setup = |s: &ApiServer| {
         std::fs::write(s.dir().join("nodes.yaml"), NODES).unwrap();
         std::fs::write(s.dir().join("services.yaml"), SERVICES).unwrap();
         std::fs::write(s.dir().join("configmaps.yaml"), CONFIGMAPS).unwrap();
-    }
-    let mut differences = Vec::new();
-    for args in script {
-        let l = lite.kubectl_lite(args).unwrap();
-        let r = real.kubectl(args).unwrap();
-        let (lo, ro) = (mask(&l.stdout), mask(&r.stdout));
-        let (le, re) = (mask(&l.stderr), mask(&r.stderr));
-        if lo != ro || le != re || l.status.code() != r.status.code() {
-            differences.push(format!(
-                "kubectl {}:\n--- kubectl-lite (exit {:?})\n{lo}{le}--- kubectl (exit {:?})\n{ro}{re}",
-                args.join(" "),
-                l.status.code(),
-                r.status.code()
-            ));
-        }
-    }
+    };
+    let differences = e2e::apiserver::script_differences(script, setup, mask).unwrap();
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
 

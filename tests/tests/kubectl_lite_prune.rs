@@ -230,26 +230,11 @@ fn kubectl_lite_refuses_prune_flags_as_kubectl_does() {
     compare(REFUSED);
 }
 
-/// Runs `script` through kubectl-lite and the real kubectl, each against a server of its own,
-/// and fails listing every step whose masked output or exit code differs.
+/// Fails listing every step of `script` whose masked output or exit code differs between
+/// kubectl-lite and the real kubectl, each against a server of its own.
 fn compare(script: &[&[&str]]) {
-    let lite = ApiServer::start().unwrap();
-    let real = ApiServer::start().unwrap();
-    for s in [&lite, &real] {
-        write_files(s.dir());
-    }
-    let mut differences = Vec::new();
-    for args in script {
-        let l = lite.kubectl_lite(args).unwrap();
-        let r = real.kubectl(args).unwrap();
-        let (lo, ro) = (mask(&l.stdout), mask(&r.stdout));
-        let (le, re) = (mask(&l.stderr), mask(&r.stderr));
-        if let Some(d) =
-            e2e::apiserver::difference(args, (lo, le, l.status.code()), (ro, re, r.status.code()))
-        {
-            differences.push(d);
-        }
-    }
+    let setup = |s: &ApiServer| write_files(s.dir());
+    let differences = e2e::apiserver::script_differences(script, setup, mask).unwrap();
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
 

@@ -4,11 +4,10 @@
 //! collections to list. Errors are gathered per document and per argument, never stopping the
 //! others; the command reports them at the end.
 //!
-//! - [`documents`]: files → documents → objects; [`labels`]: `-l` read and matched on this side,
-//!   for the objects of files.
+//! - [`documents`]: files → documents → objects (`-l` matched on this side for the objects of
+//!   files, by the `api` crate's [`labels`](api::labels)).
 
 pub mod documents;
-pub mod labels;
 
 use std::sync::Arc;
 

@@ -9,10 +9,11 @@
 
 pub mod prune;
 
+use api::labels;
 use http::Method;
 use serde_json::{Map, Value};
 
-use crate::builder::{self, Info, labels};
+use crate::builder::{self, Info};
 use crate::cmd::create::when;
 use crate::cmd::dryrun::{self, DryRun};
 use crate::errors::{CliError, Result};

@@ -8,7 +8,6 @@
 
 pub mod evict;
 pub mod filters;
-pub mod selector;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -142,7 +141,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         )));
     }
     let dry = a.dry_run.strategy()?;
-    if a.pod_selector.as_deref().is_some_and(|s| !selector::valid(s)) {
+    if a.pod_selector.as_deref().is_some_and(|s| api::labels::parse(s).is_err()) {
         return Err(CliError::Usage(
             "--pod-selector=<pod_selector> must be a valid label selector".into(),
         ));

@@ -1,12 +1,13 @@
-//! A `-l` selector's text (`app=x,tier!=db,env in (a,b),!legacy,ready,rank>2`) read as
+//! A label selector's text (`app=x,tier!=db,env in (a,b),!legacy,ready,rank>2`) read as
 //! apimachinery's `labels.Parse` reads it — its lexer, its recursive descent, its
-//! `NewRequirement` checks and their wording — and matched against objects' labels. kubectl's
-//! builder applies `-l` to the objects of files on this side (`apply -f dir -l app=x` acts only
-//! on the file's objects the selector matches).
+//! `NewRequirement` checks and their wording — and matched against labels. apiserver-lite reads
+//! a request's `labelSelector` with it; kubectl-lite reads `-l` with it and, as kubectl's
+//! builder does, applies it to the objects of files on its side (`apply -f dir -l app=x` acts
+//! only on the file's objects the selector matches).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use api::validation::names;
+use crate::validation::names;
 use serde_json::Value;
 
 /// Why a selector's text cannot be read, in `labels.Parse`'s words.
@@ -65,6 +66,16 @@ impl Requirement {
 pub struct Selector(Vec<Requirement>);
 
 impl Selector {
+    /// Whether it has no requirement (and so matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether these labels satisfy every requirement.
+    pub fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.0.iter().all(|r| r.matches(labels))
+    }
+
     /// Whether an object's labels satisfy the selector.
     pub fn matches(&self, object: &Value) -> bool {
         let labels: BTreeMap<String, String> = object
@@ -76,7 +87,7 @@ impl Selector {
                     .collect()
             })
             .unwrap_or_default();
-        self.0.iter().all(|r| r.matches(&labels))
+        self.matches_labels(&labels)
     }
 }
 
@@ -420,7 +431,7 @@ fn new_requirement(key: String, op: Op, values: Vec<String>) -> Parsed<Requireme
     }
 }
 
-/// The selector a `-l` text names.
+/// The selector a text names.
 pub fn parse(text: &str) -> Result<Selector, SelectorError> {
     let mut p = Parser { tokens: lex(text), position: 0 };
     let mut requirements = p.parse().map_err(SelectorError)?;

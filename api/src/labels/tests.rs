@@ -87,3 +87,46 @@ fn bad_keys_and_values_are_refused_by_new_requirements_checks() {
         "unable to parse requirement: <nil>: Invalid value: \"a/b/c\": a valid label key must"
     ));
 }
+
+// Both lists as kubectl v1.35 judged them (`kubectl drain n --pod-selector S`).
+#[test]
+fn selectors_kubectl_accepts_parse() {
+    for s in [
+        "",
+        "app=web",
+        "app==web,tier!=db",
+        "app = web",
+        "example.com/app=web",
+        "!legacy",
+        "legacy",
+        "env in (a, b),tier notin (x)",
+        "app=",
+        "a=in",
+        // `in` and `notin` are read as identifiers where a key or value stands.
+        "in=x",
+        "notin=x",
+        "env in ()",
+        "replicas>1,replicas<5",
+    ] {
+        assert!(parse(s).is_ok(), "{s:?}");
+    }
+}
+
+#[test]
+fn selectors_kubectl_refuses_do_not_parse() {
+    for s in [
+        "app=web,",
+        ",app=web",
+        "app=we b",
+        "app=-web",
+        "env in (a",
+        "env in a",
+        "replicas>x",
+        "bad key=x",
+        "a/b/c=x",
+        "app=web)",
+        "!",
+    ] {
+        assert!(parse(s).is_err(), "{s:?}");
+    }
+}
