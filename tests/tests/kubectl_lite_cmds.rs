@@ -186,6 +186,55 @@ fn kubectl_lite_sorts_what_get_prints_as_kubectl_does() {
     compare(SORT);
 }
 
+/// `run --expose`: the Service before the pod, in every output; the refusal without a port; a
+/// second run of the same name stopped by the pod, before any Service.
+const RUN_EXPOSE: &[&[&str]] = &[
+    &["run", "web", "--image=nginx", "--port=80", "--expose", "--dry-run=client", "-o", "yaml"],
+    &[
+        "run",
+        "web",
+        "--image=nginx",
+        "--port=8080",
+        "--expose",
+        "-l",
+        "app=w,tier=f",
+        "--dry-run=client",
+        "-o",
+        "json",
+    ],
+    &["run", "web", "--image=nginx", "--port=80", "--expose", "--dry-run=client", "-o", "name"],
+    &["run", "web", "--image=nginx", "--port=80", "--expose", "--dry-run=client"],
+    &["run", "web", "--image=nginx", "--expose"],
+    &["run", "web", "--image=nginx", "--port=80", "--expose"],
+    &[
+        "get",
+        "svc",
+        "web",
+        "-o",
+        "jsonpath={.metadata.labels} {.spec.ports} {.spec.selector} {.spec.type}",
+    ],
+    &["get", "pod", "web", "-o", "jsonpath={.metadata.labels} {.spec.containers[0].ports}"],
+    &["run", "web", "--image=nginx", "--port=80", "--expose"],
+    &[
+        "run",
+        "web2",
+        "--image=nginx",
+        "--port=81",
+        "--expose",
+        "-l",
+        "app=w2",
+        "--dry-run=server",
+        "-o",
+        "name",
+    ],
+    &["get", "svc", "-o", "name"],
+];
+
+#[test]
+fn kubectl_lite_runs_and_exposes_a_pod_as_kubectl_does() {
+    compare(RUN_EXPOSE);
+}
+
 /// Fails listing every step of `script` whose masked output or exit code differs between
 /// kubectl-lite and the real kubectl, each against a server of its own.
 fn compare(script: &[&[&str]]) {

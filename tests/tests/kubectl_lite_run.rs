@@ -1,8 +1,8 @@
 //! `kubectl-lite run` attached, beside the real kubectl v1.35, with a kubelet on real
 //! containerd: `-i --rm --restart=Never` with piped stdin (the container's exit code becomes
-//! the command's, the pod is deleted after), `--attach` without stdin, `-q`, a pod that never
-//! starts (the running timeout, then the removal), and the flag combinations kubectl refuses.
-//! The scheduler places the pods.
+//! the command's, the pod is deleted after), `--expose` with `--rm`, `--attach` without stdin,
+//! `-q`, a pod that never starts (the running timeout, then the removal), and the flag
+//! combinations kubectl refuses. The scheduler places the pods.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -90,6 +90,33 @@ async fn kubectl_lite_run_attached_does_what_kubectl_does() {
         b"one\ntwo\n",
     );
     assert_eq!(seen, (format!("one\ntwo\n{removed}"), NOTICE.to_string(), Some(0)));
+    // --expose: the Service made after the pod and said before the session; both removed.
+    let seen = same(
+        api,
+        "exposed",
+        &[
+            "run",
+            "{}",
+            "-i",
+            "--rm",
+            "--restart=Never",
+            "--port=80",
+            "--expose",
+            image,
+            "--",
+            "cat",
+        ],
+        b"x\n",
+    );
+    let service_removed = "service \"{}\" deleted from default namespace\n";
+    assert_eq!(
+        seen,
+        (
+            format!("service/{{}} created\nx\n{removed}{service_removed}"),
+            NOTICE.to_string(),
+            Some(0)
+        )
+    );
     // Quiet: no notices, no removal line.
     let seen = same(
         api,
@@ -131,6 +158,11 @@ async fn kubectl_lite_run_attached_does_what_kubectl_does() {
     let pods: Api<Pod> = Api::namespaced(api.admin_client().await.unwrap(), "default");
     for name in ["attached-lite", "attached-real"] {
         assert!(pods.get_opt(name).await.unwrap().is_some(), "{name} is kept without --rm");
+    }
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(api.admin_client().await.unwrap(), "default");
+    for name in ["exposed-lite", "exposed-real"] {
+        assert!(services.get_opt(name).await.unwrap().is_none(), "{name} is removed with --rm");
     }
     for name in ["reader-lite", "reader-real", "cat-lite", "cat-real"] {
         let gone = pods

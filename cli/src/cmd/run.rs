@@ -1,11 +1,13 @@
 //! `run NAME --image=IMAGE [-- ARGS]`: kubectl run's pod (built by
 //! [`create::workloads::pod_object`](crate::cmd::create::workloads::pod_object)), created under
 //! the `kubectl-run` field manager, or printed under `--dry-run=client`; `pod/NAME created`.
-//! With `--attach` (the default with `-i`) the pod is followed instead ([`attached`]). `--expose`
-//! is not offered.
+//! With `--expose`, a Service for the pod's port is made after it and printed before it. With
+//! `--attach` (the default with `-i`) the pod is followed instead ([`attached`]).
 
 mod attached;
 
+use crate::cmd::create::service::SERVICE;
+use crate::cmd::create::tree::Obj;
 use crate::cmd::create::workloads::{POD, PodSpec, pod_object};
 use crate::cmd::create::{self, Common};
 use crate::cmd::dryrun::{self, DryRun};
@@ -62,6 +64,9 @@ pub struct Args {
     /// Leave stdin open after the first attach completes.
     #[arg(long)]
     pub leave_stdin_open: bool,
+    /// Create a ClusterIP service for the pod; requires `--port`.
+    #[arg(long)]
+    pub expose: bool,
     /// If true, suppress prompt messages.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -129,6 +134,9 @@ pub fn pod_spec(a: &Args) -> Result<PodSpec> {
     }
     if a.tty && !a.stdin {
         return Err(usage("-i/--stdin is required for containers with -t/--tty=true"));
+    }
+    if a.expose && a.port.as_deref().is_none_or(str::is_empty) {
+        return Err(usage("--port must be set when exposing a service"));
     }
     let restart = match a.restart.as_str() {
         "" if a.stdin => "OnFailure".to_string(),
@@ -215,7 +223,39 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         field_manager: a.field_manager,
         validate: "strict".into(),
     };
-    create::emit(f, &common, POD, &spec.name, pod_object(&spec), None).await
+    let pod = create::make(f, &common, POD, &spec.name, pod_object(&spec), None).await?;
+    let mut errors = Vec::new();
+    if a.expose {
+        match create::make(f, &common, SERVICE, &spec.name, service_object(&spec), None).await {
+            Ok(service) => {
+                service.print()?;
+                if service.is_yaml() {
+                    // kubectl's own separator, then its YAML printer's before a second object.
+                    println!("---\n---");
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    pod.print()?;
+    crate::cmd::finish(errors)
+}
+
+/// `run --expose`'s Service, as kubectl's `ServiceGeneratorV2` makes it for `run`: the pod's
+/// port as its port and target port, selecting the pod by its labels (`run=NAME` when none are
+/// given), labelled only with the labels given.
+pub fn service_object(spec: &PodSpec) -> Obj {
+    let labels = || Obj::map(spec.labels.iter().map(|(k, v)| (k, v)));
+    let selector =
+        if spec.labels.is_empty() { Obj::map([("run", spec.name.as_str())]) } else { labels() };
+    let given = (!spec.labels.is_empty()).then(labels);
+    let port = spec.port.unwrap_or_default();
+    let ports =
+        vec![Obj::new().with("protocol", "TCP").with("port", port).with("targetPort", port)];
+    SERVICE
+        .head(create::metadata(&spec.name, None, given))
+        .with("spec", Obj::new().with("ports", ports).with("selector", selector))
+        .with("status", Obj::new().with("loadBalancer", Obj::new()))
 }
 
 #[cfg(test)]
@@ -223,6 +263,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
+    use crate::cmd::create::tree::Node;
 
     #[derive(Debug, Parser)]
     struct Cli {
@@ -242,6 +283,22 @@ mod tests {
         let s = spec(&["p", "--image=nginx", "--command", "--restart=Never", "--", "a"]).unwrap();
         assert!(s.command);
         assert_eq!(s.restart, "Never");
+    }
+
+    #[test]
+    fn the_exposing_service_selects_the_pods_labels_on_its_port() {
+        let s = spec(&["web", "--image=x", "--port=8080", "--expose"]).unwrap();
+        let v = Node::Obj(service_object(&s)).to_value();
+        assert_eq!(v["metadata"], serde_json::json!({"name": "web"}));
+        assert_eq!(v["spec"]["selector"], serde_json::json!({"run": "web"}));
+        assert_eq!(
+            v["spec"]["ports"],
+            serde_json::json!([{"protocol": "TCP", "port": 8080, "targetPort": 8080}])
+        );
+        let s = spec(&["web", "--image=x", "--port=80", "--expose", "-l", "app=w"]).unwrap();
+        let v = Node::Obj(service_object(&s)).to_value();
+        assert_eq!(v["metadata"]["labels"], serde_json::json!({"app": "w"}));
+        assert_eq!(v["spec"]["selector"], serde_json::json!({"app": "w"}));
     }
 
     #[test]
@@ -272,6 +329,10 @@ mod tests {
         assert_eq!(err(&["p", "--image=x", "--env=1A=b"]), "error: invalid env: 1A=b");
         assert_eq!(err(&["p", "--image=x", "--labels=a"]), "error: unexpected label spec: a");
         let see = "\nSee 'kubectl run -h' for help and examples";
+        assert_eq!(
+            err(&["p", "--image=x", "--expose"]),
+            format!("error: --port must be set when exposing a service{see}")
+        );
         assert_eq!(
             err(&["p", "--image=x", "-t"]),
             format!("error: -i/--stdin is required for containers with -t/--tty=true{see}")

@@ -192,6 +192,39 @@ pub async fn emit(
     object: Obj,
     wrap: Option<&str>,
 ) -> Result<()> {
+    make(f, c, kind, name, object, wrap).await?.print()
+}
+
+/// What [`make`] made, to print when the command prints it (`run --expose` prints its Service
+/// before the pod it made first).
+#[derive(Debug)]
+pub struct Made {
+    output: Output,
+    shown: String,
+    strategy: DryRun,
+    object: Printed,
+}
+
+impl Made {
+    pub fn print(&self) -> Result<()> {
+        print(&self.output, &self.shown, self.strategy, &self.object)
+    }
+
+    /// Whether it prints as YAML (kubectl separates `run --expose`'s two objects with `---`).
+    pub fn is_yaml(&self) -> bool {
+        matches!(self.output, Output::Yaml)
+    }
+}
+
+/// [`emit`] without the printing: the object sent (or not, under `--dry-run=client`).
+pub async fn make(
+    f: &Factory,
+    c: &Common,
+    kind: Kind,
+    name: &str,
+    object: Obj,
+    wrap: Option<&str>,
+) -> Result<Made> {
     let strategy = c.dry_run.strategy()?;
     let format = c.output.as_deref().unwrap_or_default();
     let known = ["", "json", "yaml", "name"].contains(&format)
@@ -205,11 +238,12 @@ pub async fn emit(
     let object = if c.save_config { with_saved_config(object) } else { object };
     let node = Node::Obj(object);
     let shown = format!("{}/{name}", kind.shown());
-    if strategy == DryRun::Client {
-        return print(&output, &shown, strategy, Printed::Node(&node));
-    }
-    let created = post(f, c, kind, node.compact().into_bytes(), strategy, wrap).await?;
-    print(&output, &shown, strategy, Printed::Value(&created))
+    let object = if strategy == DryRun::Client {
+        Printed::Node(node)
+    } else {
+        Printed::Value(post(f, c, kind, node.compact().into_bytes(), strategy, wrap).await?)
+    };
+    Ok(Made { output, shown, strategy, object })
 }
 
 /// POSTs an object of `kind` (`body`, as JSON) as `create` sends it (field manager, validation,
@@ -257,12 +291,13 @@ pub async fn post(
     Ok(created)
 }
 
-enum Printed<'a> {
-    Node(&'a Node),
-    Value(&'a Value),
+#[derive(Debug)]
+enum Printed {
+    Node(Node),
+    Value(Value),
 }
 
-fn print(output: &Output, shown: &str, strategy: DryRun, object: Printed<'_>) -> Result<()> {
+fn print(output: &Output, shown: &str, strategy: DryRun, object: &Printed) -> Result<()> {
     let value = match object {
         Printed::Node(n) => n.to_value(),
         Printed::Value(v) => v.clone(),

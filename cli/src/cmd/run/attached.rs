@@ -2,8 +2,8 @@
 //! waits (up to `--pod-running-timeout`) for the pod to be running and ready, attaches to it
 //! ([`attach::session`]) — or prints its log when it has already ended, or when attaching
 //! fails — and then, for `--restart=Never|OnFailure` without `--leave-stdin-open`, waits for
-//! the pod to end and exits with its container's code. With `--rm` the pod is deleted last,
-//! whatever happened before.
+//! the pod to end and exits with its container's code. `--expose`'s Service is made after the
+//! pod, before it is waited for. With `--rm` both are deleted last, whatever happened before.
 
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use kube::core::Status;
 use super::Args;
 use crate::builder::{Info, encode};
 use crate::cmd::attach::{self, Session};
+use crate::cmd::create::service::SERVICE;
 use crate::cmd::create::tree::Node;
 use crate::cmd::create::workloads::{POD, PodSpec, pod_object};
 use crate::cmd::create::{self, Common};
@@ -46,12 +47,23 @@ pub async fn run(f: &Factory, a: &Args, spec: &PodSpec) -> Result<()> {
         object: None,
         origin: None,
     };
+    let mut made = vec![info.clone()];
+    if a.expose {
+        let service = super::service_object(spec);
+        match create::emit(f, &common, SERVICE, &spec.name, service, None).await {
+            Ok(()) => made.push(Info { resource: f.resource("services").await?, ..info.clone() }),
+            // kubectl drops this error when it attaches; a missing Service deserves a word.
+            Err(e) => eprintln!("{e}"),
+        }
+    }
     let followed = follow(f, a, spec, &info, timeout).await;
-    if a.rm
-        && let Err(e) = delete::remove(f, &info, a.quiet).await
-    {
-        // kubectl drops its deferred removal's error; a pod left behind deserves a word.
-        eprintln!("warning: pod {} was not removed: {}", info.name, e.go_message());
+    if a.rm {
+        for object in &made {
+            if let Err(e) = delete::remove(f, object, a.quiet).await {
+                // kubectl drops its deferred removal's error; what is left behind deserves a word.
+                eprintln!("warning: {} was not removed: {}", object.kind_name(), e.go_message());
+            }
+        }
     }
     followed
 }
