@@ -140,6 +140,7 @@ async fn get_pods(f: &Factory, a: &get::Args, names: &[String], output: &Output)
         }
         Output::Json => print!("{}", crate::printers::json_of(&items, listed)),
         Output::Yaml => print!("{}", crate::printers::yaml_of(&items, listed)),
+        Output::Kyaml => print!("{}", crate::printers::kyaml_of(&items, listed)),
         Output::JsonPath(t) => {
             print!(
                 "{}",
@@ -160,9 +161,10 @@ fn print_listing(output: &Output, raw: &Value, lines: &[Vec<String>], empty: &st
         Output::Table | Output::Wide => print!("{}", table::align(lines)),
         Output::Json => print!("{}", printers::json::to_string(raw)),
         Output::Yaml => print!("{}", printers::yaml::to_string(raw)),
+        Output::Kyaml => print!("{}", printers::kyaml::document(raw)),
         _ => {
             return Err(CliError::Usage(
-                "manifests and events print as a table, -o json or -o yaml".into(),
+                "manifests and events print as a table, -o json, -o yaml or -o kyaml".into(),
             ));
         }
     }

@@ -235,6 +235,38 @@ fn kubectl_lite_runs_and_exposes_a_pod_as_kubectl_does() {
     compare(RUN_EXPOSE);
 }
 
+/// `-o kyaml`: generators' objects in their field order, an empty list.
+const KYAML: &[&[&str]] = &[
+    &[
+        "run",
+        "web",
+        "--image=nginx",
+        "--port=80",
+        "--expose",
+        "-l",
+        "app=a b",
+        "--dry-run=client",
+        "-o",
+        "kyaml",
+    ],
+    &[
+        "create",
+        "deployment",
+        "d",
+        "--image=nginx",
+        "--replicas=2",
+        "--dry-run=client",
+        "-o",
+        "kyaml",
+    ],
+    &["get", "cm", "-l", "nothing=here", "-o", "kyaml"],
+];
+
+#[test]
+fn kubectl_lite_prints_kyaml_as_kubectl_does() {
+    compare(KYAML);
+}
+
 /// Fails listing every step of `script` whose masked output or exit code differs between
 /// kubectl-lite and the real kubectl, each against a server of its own.
 fn compare(script: &[&[&str]]) {

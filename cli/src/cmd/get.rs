@@ -298,7 +298,11 @@ async fn print(
                 println!("{}", name_of(f, &item).await?);
             }
         }
-        Output::Json | Output::Yaml | Output::JsonPath(_) | Output::CustomColumns(_) => {
+        Output::Json
+        | Output::Yaml
+        | Output::Kyaml
+        | Output::JsonPath(_)
+        | Output::CustomColumns(_) => {
             if got.is_empty() {
                 // Every target failed: nothing to print but the errors.
                 return Ok(());
@@ -316,7 +320,9 @@ async fn print(
             }
             // kubectl omits managedFields from JSON and YAML only; templates and columns see
             // the object whole.
-            if !a.show_managed_fields && matches!(output, Output::Json | Output::Yaml) {
+            if !a.show_managed_fields
+                && matches!(output, Output::Json | Output::Yaml | Output::Kyaml)
+            {
                 for o in &mut all {
                     if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
                         m.remove("managedFields");
@@ -329,6 +335,7 @@ async fn print(
                     printers::jsonpath_of(t, &all, listed, a.allow_missing_template_keys)?
                 }
                 Output::CustomColumns(c) => printers::custom_columns_of(c, &all, a.no_headers)?,
+                Output::Kyaml => printers::kyaml_of(&all, listed),
                 _ => printers::yaml_of(&all, listed),
             };
             print!("{text}");

@@ -1,12 +1,13 @@
 //! Output as kubectl prints it: `-o` parsed once into [`Output`]; tables from the server's
 //! `Table` ([`table`]); objects as JSON the way Go's `json.MarshalIndent` writes them
-//! ([`json`]); YAML as go-yaml v2 writes it ([`yaml`]); `-o name`; templates
+//! ([`json`]); YAML as go-yaml v2 writes it ([`yaml`]); KYAML ([`kyaml`]); `-o name`; templates
 //! ([`jsonpath`]) and columns of JSONPath expressions ([`custom_columns`]); what `get --watch`
 //! prints one object or event at a time ([`watch`]).
 
 pub mod custom_columns;
 pub mod json;
 pub mod jsonpath;
+pub mod kyaml;
 pub mod table;
 pub mod watch;
 pub mod yaml;
@@ -27,6 +28,8 @@ pub enum Output {
     Name,
     Json,
     Yaml,
+    /// `-o kyaml`.
+    Kyaml,
     /// `-o jsonpath=…` or `-o jsonpath-file=…`.
     JsonPath(Box<jsonpath::Template>),
     /// `-o custom-columns=…` or `-o custom-columns-file=…`.
@@ -41,6 +44,7 @@ impl Output {
             "name" => Output::Name,
             "json" => Output::Json,
             "yaml" => Output::Yaml,
+            "kyaml" => Output::Kyaml,
             other => {
                 let (format, value) = other.split_once('=').unwrap_or((other, ""));
                 match format {
@@ -84,6 +88,12 @@ pub fn json_of(objects: &[Value], listed: bool) -> String {
 /// Objects as `-o yaml` prints them.
 pub fn yaml_of(objects: &[Value], listed: bool) -> String {
     yaml::to_string(&as_one(objects, listed))
+}
+
+/// Objects as `-o kyaml` prints them: one document for one object named alone or for the
+/// `List` of everything.
+pub fn kyaml_of(objects: &[Value], listed: bool) -> String {
+    kyaml::document(&as_one(objects, listed))
 }
 
 /// A template file's text, or the reason it cannot be read worded as Go's `os.Open`.

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::jsonpath::fmt;
 use super::table::{self, Aligner, Column, Table};
-use super::{custom_columns, json, jsonpath, yaml};
+use super::{custom_columns, json, jsonpath, kyaml, yaml};
 use crate::watch::EventType;
 
 /// kubectl's event cell: the type padded to 8.
@@ -134,6 +134,8 @@ pub enum ObjectWatch {
     Yaml {
         printed: usize,
     },
+    /// `-o kyaml`: every document after `---`.
+    Kyaml,
     JsonPath {
         template: Box<jsonpath::Template>,
         allow_missing: bool,
@@ -184,6 +186,10 @@ impl ObjectWatch {
                 let text = yaml::to_string(&subject);
                 if *printed > 1 { format!("---\n{text}") } else { text }
             }
+            ObjectWatch::Kyaml => match event {
+                Some(kind) => kyaml::event_document(kind.as_str(), object),
+                None => kyaml::document(object),
+            },
             ObjectWatch::JsonPath { template, allow_missing } => {
                 template.execute(&subject, *allow_missing)?
             }

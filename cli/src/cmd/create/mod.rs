@@ -227,7 +227,7 @@ pub async fn make(
 ) -> Result<Made> {
     let strategy = c.dry_run.strategy()?;
     let format = c.output.as_deref().unwrap_or_default();
-    let known = ["", "json", "yaml", "name"].contains(&format)
+    let known = ["", "json", "yaml", "kyaml", "name"].contains(&format)
         || ["jsonpath=", "jsonpath-file="].iter().any(|p| format.starts_with(p));
     if !known {
         return Err(CliError::Usage(format!(
@@ -309,6 +309,10 @@ fn print(output: &Output, shown: &str, strategy: DryRun, object: &Printed) -> Re
             Printed::Value(v) => print!("{}", printers::json::to_string(v)),
         },
         Output::Yaml => print!("{}", printers::yaml::to_string(&value)),
+        Output::Kyaml => match object {
+            Printed::Node(n) => print!("{}", printers::kyaml::document(n)),
+            Printed::Value(v) => print!("{}", printers::kyaml::document(v)),
+        },
         Output::JsonPath(t) => print!("{}", printers::jsonpath_of(t, &[value], false, false)?),
         _ => println!("{shown} {}", strategy.operation("created")),
     }

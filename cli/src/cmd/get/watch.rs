@@ -35,6 +35,7 @@ impl Printer {
             Output::Yaml => {
                 Printer::Objects(ObjectWatch::Yaml { printed: 0 }, a.show_managed_fields)
             }
+            Output::Kyaml => Printer::Objects(ObjectWatch::Kyaml, a.show_managed_fields),
             Output::JsonPath(t) => Printer::Objects(
                 ObjectWatch::JsonPath {
                     template: t.clone(),
