@@ -235,8 +235,30 @@ fn kubectl_lite_runs_and_exposes_a_pod_as_kubectl_does() {
     compare(RUN_EXPOSE);
 }
 
-/// `-o kyaml`: generators' objects in their field order, an empty list.
+/// `create -f` with dry runs and output formats; then for real, and again (refused).
+const CREATE_FILES: &[&[&str]] = &[
+    &["create", "-f", "configmaps.yaml", "--dry-run=client"],
+    &["create", "-f", "configmaps.yaml", "--dry-run=client", "-o", "yaml"],
+    &["create", "-f", "configmaps.yaml", "--dry-run=client", "-o", "json"],
+    &["create", "-f", "configmaps.yaml", "--dry-run=client", "-o", "jsonpath={.metadata.name} "],
+    &["create", "-f", "configmaps.yaml", "--dry-run=server", "-o", "name"],
+    &["create", "-f", "configmaps.yaml", "--dry-run=server"],
+    &["create", "-f", "configmaps.yaml", "-o", "wide"],
+    &["create", "-f", "configmaps.yaml", "--validate=maybe"],
+    &["get", "cm", "-o", "name"],
+    &["create", "-f", "configmaps.yaml", "--field-manager=mine", "-o", "name"],
+    &["get", "cm", "a", "-o", "jsonpath={.metadata.managedFields[0].manager}"],
+    &["create", "-f", "configmaps.yaml"],
+];
+
+#[test]
+fn kubectl_lite_creates_from_files_with_dry_runs_and_outputs_as_kubectl_does() {
+    compare(CREATE_FILES);
+}
+
+/// `-o kyaml`: a file's objects, generators' objects in their field order, an empty list.
 const KYAML: &[&[&str]] = &[
+    &["create", "-f", "configmaps.yaml", "--dry-run=client", "-o", "kyaml"],
     &[
         "run",
         "web",

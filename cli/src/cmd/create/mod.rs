@@ -39,12 +39,8 @@ pub struct Args {
     /// Process the directory used in -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Output format: name prints `<kind>/<name>` only.
-    #[arg(short = 'o', long)]
-    pub output: Option<String>,
-    /// Keep the configuration in the last-applied annotation, for a later `apply`.
-    #[arg(long)]
-    pub save_config: bool,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 /// kubectl's generators, one subcommand each.
@@ -226,15 +222,7 @@ pub async fn make(
     wrap: Option<&str>,
 ) -> Result<Made> {
     let strategy = c.dry_run.strategy()?;
-    let format = c.output.as_deref().unwrap_or_default();
-    let known = ["", "json", "yaml", "kyaml", "name"].contains(&format)
-        || ["jsonpath=", "jsonpath-file="].iter().any(|p| format.starts_with(p));
-    if !known {
-        return Err(CliError::Usage(format!(
-            "unable to match a printer suitable for the output format \"{format}\", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,name,template,templatefile,yaml"
-        )));
-    }
-    let output = Output::parse(c.output.as_deref())?;
+    let output = output_of(c.output.as_deref())?;
     let object = if c.save_config { with_saved_config(object) } else { object };
     let node = Node::Obj(object);
     let shown = format!("{}/{name}", kind.shown());
@@ -258,16 +246,7 @@ pub async fn post(
     wrap: Option<&str>,
 ) -> Result<Value> {
     let namespace = if kind.namespaced { f.namespace().await? } else { String::new() };
-    let validation = match c.validate.as_str() {
-        "strict" | "true" => "Strict",
-        "warn" => "Warn",
-        "ignore" | "false" => "Ignore",
-        other => {
-            return Err(CliError::Usage(format!(
-                "invalid - validate option \"{other}\"; must be one of: strict (or true), warn, ignore (or false)"
-            )));
-        }
-    };
+    let validation = validation(&c.validate)?;
     let mut url = format!(
         "{}?fieldManager={}&fieldValidation={validation}",
         kind.collection(&namespace),
@@ -326,30 +305,48 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     if a.filenames.is_empty() {
         return Err(CliError::Usage("must specify one of -f and -k".into()));
     }
+    let c = &a.common;
+    let strategy = c.dry_run.strategy()?;
+    let output = output_of(c.output.as_deref())?;
     let (infos, mut errors) = builder::from_files(f, &a.filenames, a.recursive).await?;
     if infos.is_empty() && errors.is_empty() {
         return Err(builder::no_objects("create"));
     }
+    let validation = validation(&c.validate)?;
+    let mut printed = 0;
     for info in infos {
         let Some(object) = &info.object else { continue };
-        let saved = a.save_config.then(|| crate::cmd::apply::with_last_applied(object));
+        let saved = c.save_config.then(|| crate::cmd::apply::with_last_applied(object));
         let object = saved.as_ref().unwrap_or(object);
-        // kubectl create's default `--field-manager`: what managedFields record as the manager.
-        let url = format!(
-            "{}?fieldManager=kubectl-create",
-            info.resource.url(info.namespace.as_deref(), None)
-        );
-        let body = serde_json::to_vec(object).map_err(|e| CliError::Usage(e.to_string()))?;
-        match f.send(Method::POST, &url, Some((body, "application/json")), "application/json").await
-        {
-            Ok(bytes) => {
-                let created: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                let name = created["metadata"]["name"].as_str().unwrap_or(&info.name).to_string();
-                let shown = format!("{}/{name}", info.resource.group_kind_lower());
-                match a.output.as_deref() {
-                    Some("name") => println!("{shown}"),
-                    _ => println!("{shown} created"),
+        let made = if strategy == DryRun::Client {
+            Ok(object.clone())
+        } else {
+            let mut url = format!(
+                "{}?fieldManager={}&fieldValidation={validation}",
+                info.resource.url(info.namespace.as_deref(), None),
+                builder::encode(&c.field_manager)
+            );
+            if strategy == DryRun::Server {
+                url.push_str("&dryRun=All");
+            }
+            let body = serde_json::to_vec(object).map_err(|e| CliError::Usage(e.to_string()))?;
+            f.send(Method::POST, &url, Some((body, "application/json")), "application/json")
+                .await
+                .map(|bytes| serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null))
+        };
+        match made {
+            Ok(mut made) => {
+                if let Some(meta) = made.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove("managedFields");
                 }
+                let name = made["metadata"]["name"].as_str().unwrap_or(&info.name).to_string();
+                let shown = format!("{}/{name}", info.resource.group_kind_lower());
+                // kubectl's YAML printer separates the objects it prints after the first.
+                if printed > 0 && output == Output::Yaml {
+                    println!("---");
+                }
+                print(&output, &shown, strategy, &Printed::Value(made))?;
+                printed += 1;
             }
             Err(e) => {
                 errors.push(when(e, "creating", info.origin.as_ref().map(|o| o.path.as_str())))
@@ -357,6 +354,32 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         }
     }
     crate::cmd::finish(errors)
+}
+
+/// `-o` as `create` reads it: the formats it prints, refused in kubectl's words
+/// otherwise.
+fn output_of(format: Option<&str>) -> Result<Output> {
+    let f = format.unwrap_or_default();
+    let known = ["", "json", "yaml", "kyaml", "name"].contains(&f)
+        || ["jsonpath=", "jsonpath-file="].iter().any(|p| f.starts_with(p));
+    if !known {
+        return Err(CliError::Usage(format!(
+            "unable to match a printer suitable for the output format \"{f}\", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,name,template,templatefile,yaml"
+        )));
+    }
+    Output::parse(format)
+}
+
+/// `--validate` as the server's `fieldValidation`.
+fn validation(validate: &str) -> Result<&'static str> {
+    match validate {
+        "strict" | "true" => Ok("Strict"),
+        "warn" => Ok("Warn"),
+        "ignore" | "false" => Ok("Ignore"),
+        other => Err(CliError::Usage(format!(
+            "invalid - validate option \"{other}\"; must be one of: strict (or true), warn, ignore (or false)"
+        ))),
+    }
 }
 
 /// A server's refusal of an object from a file, worded as kubectl's
