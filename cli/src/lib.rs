@@ -5,12 +5,14 @@
 //! - [`factory`]: what commands are built from: the client, the namespace, discovery.
 //! - [`discovery`]: served resources from aggregated discovery, cached on disk; type lookup.
 //! - [`builder`]: files, directories, stdin and `TYPE NAME` arguments → objects to act on;
-//!   `-l` read and matched on files' objects.
-//! - [`printers`]: tables from the server's `Table`, `-o name|json|yaml|jsonpath|custom-columns`;
-//!   what `get --watch` prints one object or event at a time.
+//!   `-l` matched on files' objects (by the `api` crate's `labels`).
+//! - [`printers`]: tables from the server's `Table`, `-o
+//!   name|json|yaml|kyaml|jsonpath|custom-columns`; what `get --watch` prints one object or
+//!   event at a time.
 //! - [`describe`]: kubectl's describers, one room per kind, and the generic one.
 //! - [`cmd`]: one room per command (`create`'s generators in `cmd::create`, `apply --prune` in
-//!   `cmd::apply::prune`); [`errors`]: kubectl's error wording and exit codes.
+//!   `cmd::apply::prune`, `run --attach` in `cmd::run::attached`); [`errors`]: kubectl's error
+//!   wording and exit codes.
 //! - [`kubelet`]: node mode (`--kubelet URL`): a kubelet's own API, with no API server.
 //! - [`duration`]: Go durations in, kubectl's ages out.
 //! - [`watch`]: watch bodies as events (also `get --watch`'s); one object followed (list, then
