@@ -3,7 +3,7 @@
 //! that change the file as a user would (`sed -i`), break it, empty it, or fix what the server
 //! refused when the file is reopened. Stdout, stderr, exit codes and the file the editor was
 //! handed again must agree once namespaces, UIDs, resource versions, times and temp file names
-//! are masked.
+//! are masked. `--subresource=status` edits a pod's status.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -56,6 +56,10 @@ const SCRIPT: &[(&str, &[&str])] = &[
     ("sed -i d", &["edit", "pod", "seed"]),
     ("sed -i '/^apiVersion/d'", &["edit", "pod", "seed"]),
     ("true", &["edit", "pod", "seed", "-o", "name"]),
+    ("sed -i 's/phase: Pending/phase: Failed/'", &["edit", "pod", "seed", "--subresource=status"]),
+    ("true", &["edit", "pod", "seed", "--subresource", "status", "-o", "name"]),
+    ("true", &["edit", "cm", "conf", "--subresource=status"]),
+    ("true", &["edit", "pod", "seed", "--subresource=scale"]),
     ("true", &["edit", "pod", "missing"]),
     ("true", &["edit"]),
 ];
@@ -140,6 +144,11 @@ fn kubectl_lite_edits_as_kubectl_does() {
                 args.join(" ")
             ));
         }
+    }
+    // `--subresource=status` wrote the status.
+    for ns in ["real", "lite"] {
+        let o = server.kubectl(&["-n", ns, "get", "pod", "seed", "-o", "jsonpath={.status.phase}"]);
+        assert_eq!(String::from_utf8_lossy(&o.unwrap().stdout), "Failed", "{ns}");
     }
     // The file handed again with the server's reasons, as kubectl writes it.
     for i in 0..2 {

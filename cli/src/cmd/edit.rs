@@ -46,6 +46,9 @@ pub struct Args {
     /// Write the file with Windows line endings (CRLF).
     #[arg(long)]
     pub windows_line_endings: bool,
+    /// Edit this subresource of the object (`status`, `scale`) instead of the object.
+    #[arg(long)]
+    pub subresource: Option<String>,
 }
 
 /// One object being edited: where it lives and what it was.
@@ -53,12 +56,18 @@ struct Original {
     resource: std::sync::Arc<crate::discovery::Resource>,
     namespace: Option<String>,
     name: String,
+    /// `--subresource`: what is read and patched is the object's `status` or `scale`.
+    subresource: Option<String>,
     object: Value,
 }
 
 impl Original {
     fn url(&self) -> String {
-        self.resource.url(self.namespace.as_deref(), Some(&self.name))
+        let object = self.resource.url(self.namespace.as_deref(), Some(&self.name));
+        match &self.subresource {
+            Some(sub) => format!("{object}/{}", builder::encode(sub)),
+            None => object,
+        }
     }
 }
 
@@ -94,7 +103,8 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     if let Some(e) = errors.into_iter().next() {
         return Err(e);
     }
-    let originals = fetch(f, &targets).await?;
+    let subresource = a.subresource.clone().filter(|s| !s.is_empty());
+    let originals = fetch(f, &targets, subresource).await?;
     if originals.is_empty() {
         return Err(CliError::Usage("edit cancelled, no objects found".into()));
     }
@@ -204,32 +214,47 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     }
 }
 
-/// The objects the targets name, read fresh (a type alone: every object of it).
-async fn fetch(f: &Factory, targets: &[Target]) -> Result<Vec<Original>> {
+/// The objects the targets name, read fresh (a type alone: every object of it), or with
+/// `subresource` that subresource of each.
+async fn fetch(
+    f: &Factory,
+    targets: &[Target],
+    subresource: Option<String>,
+) -> Result<Vec<Original>> {
     let mut out = Vec::new();
     for t in targets {
-        match t {
-            Target::Object(i) => out.push(Original {
-                resource: i.resource.clone(),
-                namespace: i.namespace.clone(),
-                name: i.name.clone(),
-                object: f.get_json(&i.url()).await?,
-            }),
+        let named = match t {
+            Target::Object(i) => {
+                vec![(i.resource.clone(), i.namespace.clone(), i.name.clone(), None)]
+            }
             Target::Collection(c) => {
                 let list = f.get_json(&c.resource.url(c.namespace.as_deref(), None)).await?;
+                let mut named = Vec::new();
                 for item in list["items"].as_array().into_iter().flatten() {
                     let mut object = item.clone();
                     object["apiVersion"] = Value::String(c.resource.api_version());
                     object["kind"] = Value::String(c.resource.kind.clone());
                     let meta = &object["metadata"];
-                    out.push(Original {
-                        resource: c.resource.clone(),
-                        namespace: meta["namespace"].as_str().map(str::to_string),
-                        name: meta["name"].as_str().unwrap_or_default().to_string(),
-                        object,
-                    });
+                    let namespace = meta["namespace"].as_str().map(str::to_string);
+                    let name = meta["name"].as_str().unwrap_or_default().to_string();
+                    named.push((c.resource.clone(), namespace, name, Some(object)));
                 }
+                named
             }
+        };
+        for (resource, namespace, name, listed) in named {
+            let mut original = Original {
+                resource,
+                namespace,
+                name,
+                subresource: subresource.clone(),
+                object: Value::Null,
+            };
+            original.object = match listed {
+                Some(object) if subresource.is_none() => object,
+                _ => f.get_json(&original.url()).await?,
+            };
+            out.push(original);
         }
     }
     Ok(out)
