@@ -256,6 +256,24 @@ fn kubectl_lite_creates_from_files_with_dry_runs_and_outputs_as_kubectl_does() {
     compare(CREATE_FILES);
 }
 
+/// `apply -o` other than `name`: the applied objects printed once all are applied, several as
+/// a `List`; an unknown format refused only after applying.
+const APPLY_OUTPUT: &[&[&str]] = &[
+    &["apply", "-f", "configmaps.yaml", "--dry-run=client", "-o", "yaml"],
+    &["apply", "-f", "configmaps.yaml", "--dry-run=client", "-o", "json"],
+    &["apply", "-f", "configmaps.yaml", "--dry-run=client", "-o", "kyaml"],
+    &["apply", "-f", "configmaps.yaml", "-l", "rank=1", "--dry-run=client", "-o", "json"],
+    &["apply", "-f", "configmaps.yaml", "-o", "jsonpath={.items[*].metadata.name}"],
+    &["apply", "-f", "configmaps.yaml", "-l", "rank=1", "-o", "jsonpath={.data}"],
+    &["apply", "-f", "configmaps.yaml", "-o", "wide"],
+    &["get", "cm", "-o", "name"],
+];
+
+#[test]
+fn kubectl_lite_prints_what_apply_applied_as_kubectl_does() {
+    compare(APPLY_OUTPUT);
+}
+
 /// `-o kyaml`: a file's objects, generators' objects in their field order, an empty list.
 const KYAML: &[&[&str]] = &[
     &["create", "-f", "configmaps.yaml", "--dry-run=client", "-o", "kyaml"],

@@ -18,6 +18,7 @@ use crate::cmd::create::when;
 use crate::cmd::dryrun::{self, DryRun};
 use crate::errors::{CliError, Result};
 use crate::factory::Factory;
+use crate::printers::{self, Output};
 use crate::strategicpatch;
 
 /// The annotation client-side apply keeps the applied configuration in.
@@ -43,8 +44,9 @@ pub struct Args {
     /// The field manager of a server-side apply.
     #[arg(long)]
     pub field_manager: Option<String>,
-    /// Output format: name prints `<kind>/<name>` only.
-    #[arg(short = 'o', long, value_parser = ["name"])]
+    /// Output format: `name` prints `<kind>/<name>` only; json, yaml, kyaml and jsonpath print
+    /// the objects applied, once all are.
+    #[arg(short = 'o', long)]
     pub output: Option<String>,
     /// Selector (label query): only the files' objects it matches are applied (and pruned).
     #[arg(short = 'l', long)]
@@ -89,6 +91,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         return Err(builder::no_objects("apply"));
     }
     let mut visited = prune::Visited::default();
+    let mut printed: Vec<Value> = Vec::new();
     if f.namespace_explicit() {
         visited.namespaces.insert(f.namespace().await?);
     }
@@ -103,18 +106,32 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
             client_side(f, dry_run, &info, object).await
         };
         match done {
-            Ok((operation, uid)) => {
-                visited.uids.insert(uid);
+            Ok((operation, applied)) => {
+                // A client dry run's create has no UID; a live object keeps its own.
+                let applied_uid = if operation == "created" && dry_run == DryRun::Client {
+                    uid(object)
+                } else {
+                    uid(&applied)
+                };
+                visited.uids.insert(applied_uid);
                 match a.output.as_deref() {
                     Some("name") => println!("{}", info.kind_name()),
+                    Some(o) if !o.is_empty() => printed.push(applied),
                     _ => println!("{} {}", info.kind_name(), dry_run.operation(operation)),
                 }
             }
             Err(e) => errors.push(e),
         }
     }
-    if !errors.is_empty() || !a.prune.prune {
+    if !errors.is_empty() {
         return crate::cmd::finish(errors);
+    }
+    // kubectl prints the objects (`-o` other than `name`) once all are applied, before pruning.
+    if let Some(format) = a.output.as_deref().filter(|o| !o.is_empty() && *o != "name") {
+        print_applied(format, printed)?;
+    }
+    if !a.prune.prune {
+        return Ok(());
     }
     let plan = prune::Plan {
         types,
@@ -125,6 +142,41 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         names_only: a.output.as_deref() == Some("name"),
     };
     prune::run(f, &plan, &visited).await
+}
+
+/// The applied objects as kubectl's `printObjects` prints them: one alone, several as a typed
+/// `v1` `List` (its fields in Go's order where the format keeps order), managed fields left out.
+fn print_applied(format: &str, mut objects: Vec<Value>) -> Result<()> {
+    let output = crate::cmd::create::output_of(Some(format))?;
+    for o in &mut objects {
+        if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+    }
+    let text = match (objects.len(), &output) {
+        (0, _) => String::new(),
+        (1, Output::Json) => printers::json::to_string(&objects[0]),
+        (1, Output::Yaml) => printers::yaml::to_string(&objects[0]),
+        (1, Output::Kyaml) => printers::kyaml::document(&objects[0]),
+        (1, Output::JsonPath(t)) => t.execute(&objects[0], false)?,
+        (_, Output::Json) => {
+            let items = printers::json::to_string(&Value::Array(objects));
+            let items = items.trim_end().replace('\n', "\n    ");
+            format!(
+                "{{\n    \"kind\": \"List\",\n    \"apiVersion\": \"v1\",\n    \"metadata\": {{}},\n    \"items\": {items}\n}}\n"
+            )
+        }
+        (_, Output::Kyaml) => printers::kyaml::list_document(&objects),
+        (_, output) => {
+            let list = serde_json::json!({"apiVersion": "v1", "items": objects, "kind": "List", "metadata": {}});
+            match output {
+                Output::JsonPath(t) => t.execute(&list, false)?,
+                _ => printers::yaml::to_string(&list),
+            }
+        }
+    };
+    print!("{text}");
+    Ok(())
 }
 
 /// kubectl's `ApplyOptions.Validate`, for the flags kubectl-lite takes, in kubectl's order.
@@ -176,7 +228,7 @@ async fn server_side(
     dry_run: DryRun,
     info: &Info,
     object: &Value,
-) -> Result<(&'static str, String)> {
+) -> Result<(&'static str, Value)> {
     let manager = a.field_manager.as_deref().unwrap_or("kubectl");
     let mut url = format!("{}?fieldManager={}", info.url(), crate::builder::encode(manager));
     if a.force_conflicts {
@@ -196,7 +248,7 @@ async fn server_side(
         .await?;
     let applied: Value = serde_json::from_slice(&applied).unwrap_or_default();
     warn_if_deleting(&applied);
-    Ok(("serverside-applied", uid(&applied)))
+    Ok(("serverside-applied", applied))
 }
 
 /// A conflict worded as kubectl words it: the server's message, then what to do about it.
@@ -222,13 +274,15 @@ See https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts"
 }
 
 /// A client-side apply: create with the annotation, or patch the live object; the operation
-/// and the UID of the object applied. A client dry run reads the live object and sends nothing.
+/// and the object as kubectl then holds it (the server's answer; under a client dry run the
+/// object to create, or the live one). A client dry run reads the live object and sends
+/// nothing.
 async fn client_side(
     f: &Factory,
     dry_run: DryRun,
     info: &Info,
     object: &Value,
-) -> Result<(&'static str, String)> {
+) -> Result<(&'static str, Value)> {
     let modified = with_last_applied(object);
     let mut query = format!("?fieldManager={CLIENT_SIDE_MANAGER}");
     if dry_run == DryRun::Server {
@@ -238,7 +292,7 @@ async fn client_side(
         Ok(v) => v,
         Err(e) if e.is_not_found() => {
             if dry_run == DryRun::Client {
-                return Ok(("created", uid(object)));
+                return Ok(("created", modified));
             }
             let url = format!("{}{query}", info.resource.url(info.namespace.as_deref(), None));
             let body = serde_json::to_vec(&modified).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -248,13 +302,12 @@ async fn client_side(
                 .await
                 .map_err(|e| when(e, "creating", path))?;
             let created: Value = serde_json::from_slice(&created).unwrap_or_default();
-            return Ok(("created", uid(&created)));
+            return Ok(("created", created));
         }
         Err(e) => return Err(e),
     };
-    let live_uid = uid(&live);
     if dry_run == DryRun::Client {
-        return Ok(("configured", live_uid));
+        return Ok(("configured", live));
     }
     let original = live
         .pointer("/metadata/annotations")
@@ -275,7 +328,7 @@ async fn client_side(
     .map_err(|e| CliError::Usage(e.to_string()))?;
     if patch.is_empty() {
         warn_if_deleting(&live);
-        return Ok(("unchanged", live_uid));
+        return Ok(("unchanged", live));
     }
     let body = serde_json::to_vec(&patch).map_err(|e| CliError::Usage(e.to_string()))?;
     let patched = f
@@ -286,8 +339,9 @@ async fn client_side(
             "application/json",
         )
         .await?;
-    warn_if_deleting(&serde_json::from_slice(&patched).unwrap_or_default());
-    Ok(("configured", live_uid))
+    let patched: Value = serde_json::from_slice(&patched).unwrap_or_default();
+    warn_if_deleting(&patched);
+    Ok(("configured", patched))
 }
 
 /// The object with its last-applied annotation: the object's own JSON without that annotation

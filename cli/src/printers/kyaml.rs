@@ -73,6 +73,17 @@ pub fn event_document<T: Tree>(kind: &str, object: &T) -> String {
     out
 }
 
+/// A typed `v1` `List` of `items`, its fields in Go's order (`kind`, `apiVersion`, `metadata`,
+/// `items`), as kubectl prints the objects `apply` applied.
+pub fn list_document<T: Tree>(items: &[T]) -> String {
+    let mut out = String::from(
+        "---\n{\n  kind: \"List\",\n  apiVersion: \"v1\",\n  metadata: {},\n  items: ",
+    );
+    list(&items.iter().collect::<Vec<_>>(), 1, &mut out);
+    out.push_str(",\n}\n");
+    out
+}
+
 fn indent(level: usize, out: &mut String) {
     for _ in 0..level {
         out.push_str("  ");

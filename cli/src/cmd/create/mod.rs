@@ -358,7 +358,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
 
 /// `-o` as `create` reads it: the formats it prints, refused in kubectl's words
 /// otherwise.
-fn output_of(format: Option<&str>) -> Result<Output> {
+pub fn output_of(format: Option<&str>) -> Result<Output> {
     let f = format.unwrap_or_default();
     let known = ["", "json", "yaml", "kyaml", "name"].contains(&f)
         || ["jsonpath=", "jsonpath-file="].iter().any(|p| f.starts_with(p));
