@@ -148,11 +148,7 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
 /// `v1` `List` (its fields in Go's order where the format keeps order), managed fields left out.
 fn print_applied(format: &str, mut objects: Vec<Value>) -> Result<()> {
     let output = crate::cmd::create::output_of(Some(format))?;
-    for o in &mut objects {
-        if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("managedFields");
-        }
-    }
+    objects.iter_mut().for_each(printers::omit_managed_fields);
     let text = match (objects.len(), &output) {
         (0, _) => String::new(),
         (1, Output::Json) => printers::json::to_string(&objects[0]),

@@ -262,9 +262,7 @@ async fn fetch(
 
 fn without_managed_fields(o: &Value) -> Value {
     let mut o = o.clone();
-    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("managedFields");
-    }
+    printers::omit_managed_fields(&mut o);
     o
 }
 

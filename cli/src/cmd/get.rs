@@ -175,11 +175,9 @@ async fn fetch(
         };
         let bytes = f.send(Method::GET, &url, None, TABLE).await?;
         if !sorting {
-            let table = serde_json::from_slice(&bytes)
-                .map_err(|e| CliError::Unreachable { reason: e.to_string() })?;
-            return Ok(Got::Table { resource, table, objects: Vec::new() });
+            return Ok(Got::Table { resource, table: parse(&bytes)?, objects: Vec::new() });
         }
-        let mut v = parse(&bytes)?;
+        let mut v: Value = parse(&bytes)?;
         let table = Table::of(&v);
         let objects = match v.get_mut("rows").and_then(Value::as_array_mut) {
             Some(rows) => rows.iter_mut().map(|r| r["object"].take()).collect(),
@@ -187,7 +185,7 @@ async fn fetch(
         };
         return Ok(Got::Table { resource, table, objects });
     }
-    let v = parse(&f.send(Method::GET, &url, None, "application/json").await?)?;
+    let v: Value = parse(&f.send(Method::GET, &url, None, "application/json").await?)?;
     let items = if listed {
         v["items"]
             .as_array()
@@ -206,7 +204,7 @@ async fn fetch(
     Ok(Got::Objects { items, listed })
 }
 
-fn parse(bytes: &[u8]) -> Result<Value> {
+fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|e| CliError::Unreachable { reason: e.to_string() })
 }
 
@@ -323,11 +321,7 @@ async fn print(
             if !a.show_managed_fields
                 && matches!(output, Output::Json | Output::Yaml | Output::Kyaml)
             {
-                for o in &mut all {
-                    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-                        m.remove("managedFields");
-                    }
-                }
+                all.iter_mut().for_each(printers::omit_managed_fields);
             }
             let text = match output {
                 Output::Json => printers::json_of(&all, listed),

@@ -19,12 +19,17 @@ const POLL: Duration = Duration::from_millis(500);
 
 /// `--pod-running-timeout` as kubectl reads it (a Go duration higher than zero).
 pub fn running_timeout(s: &str) -> Result<Duration> {
+    parse_running_timeout(s).map_err(CliError::Usage)
+}
+
+/// [`running_timeout`], refused with kubectl's message alone (`run` adds its usage hint).
+pub fn parse_running_timeout(s: &str) -> std::result::Result<Duration, String> {
     match crate::duration::parse(s) {
         Some(d) if !d.is_zero() => Ok(d),
-        Some(_) => Err(CliError::Usage("--pod-running-timeout must be higher than zero".into())),
-        None => Err(CliError::Usage(format!(
+        Some(_) => Err("--pod-running-timeout must be higher than zero".into()),
+        None => Err(format!(
             "invalid argument \"{s}\" for \"--pod-running-timeout\" flag: time: invalid duration \"{s}\""
-        ))),
+        )),
     }
 }
 

@@ -122,7 +122,7 @@ pub fn pod_spec(a: &Args) -> Result<PodSpec> {
     let Some((name, args)) = all.split_first().filter(|_| !a.args.is_empty()) else {
         return Err(usage("NAME is required for run"));
     };
-    podcmd::running_timeout(&a.pod_running_timeout).map_err(|e| usage(&usage_text(e)))?;
+    podcmd::parse_running_timeout(&a.pod_running_timeout).map_err(|e| usage(&e))?;
     let image = a.image.clone().unwrap_or_default();
     if image.is_empty() {
         return Err(CliError::Usage("--image is required".into()));
@@ -201,14 +201,6 @@ pub fn pod_spec(a: &Args) -> Result<PodSpec> {
 /// Whether the pod is followed once made: `--attach`, which `-i` turns on unless it is given.
 fn attaching(a: &Args) -> bool {
     a.attach.unwrap_or(a.stdin)
-}
-
-/// A usage error's message without its `error: `.
-fn usage_text(e: CliError) -> String {
-    match e {
-        CliError::Usage(m) => m,
-        other => other.to_string(),
-    }
 }
 
 pub async fn run(f: &Factory, a: Args) -> Result<()> {

@@ -198,9 +198,7 @@ impl Change<'_> {
 
 fn print(a: &Args, info: &Info, word: &str, object: &Value) {
     let mut object = object.clone();
-    if let Some(m) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("managedFields");
-    }
+    crate::printers::omit_managed_fields(&mut object);
     let one = std::slice::from_ref(&object);
     match a.output.as_deref() {
         Some("name") => println!("{}", info.kind_name()),

@@ -276,10 +276,7 @@ fn yaml_guesses_wrong(s: &str) -> bool {
     {
         return true;
     }
-    // Go's strconv.ParseBool.
-    if matches!(s, "1" | "t" | "T" | "TRUE" | "true" | "True" | "0" | "f" | "F" | "FALSE")
-        || matches!(s, "false" | "False")
-    {
+    if crate::cmd::dryrun::go_bool(s).is_some() {
         return true;
     }
     let bare = s.replace('_', "");
@@ -303,34 +300,23 @@ fn go_int(s: &str) -> bool {
     !body.is_empty() && body.chars().all(|c| c.is_digit(radix))
 }
 
-/// Go's `strconv.ParseFloat(s, 64)` succeeding or failing only by range: decimal or hex
-/// mantissas with exponents, `inf`, `infinity`, `nan`.
+/// Go's `strconv.ParseFloat(s, 64)` succeeding or failing only by range: what Rust's float
+/// parsing reads (signed decimals with exponents, `inf`, `infinity`, `nan`), and hex mantissas
+/// with a `p` exponent.
 fn go_float(s: &str) -> bool {
-    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let lower = body.to_lowercase();
-    if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
+    if s.parse::<f64>().is_ok() {
         return true;
     }
-    if let Some(hex) = lower.strip_prefix("0x") {
-        let Some((mantissa, exp)) = hex.split_once('p') else { return false };
-        let digits = mantissa.replacen('.', "", 1);
-        let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
-        return !digits.is_empty()
-            && digits.chars().all(|c| c.is_ascii_hexdigit())
-            && !exp.is_empty()
-            && exp.chars().all(|c| c.is_ascii_digit());
-    }
-    let (mantissa, exp) = match lower.split_once('e') {
-        Some((m, e)) => (m, Some(e)),
-        None => (lower.as_str(), None),
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s).to_lowercase();
+    let Some((mantissa, exp)) = body.strip_prefix("0x").and_then(|h| h.split_once('p')) else {
+        return false;
     };
     let digits = mantissa.replacen('.', "", 1);
-    let mantissa_ok = !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit());
-    let exp_ok = exp.is_none_or(|e| {
-        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
-        !e.is_empty() && e.chars().all(|c| c.is_ascii_digit())
-    });
-    mantissa_ok && exp_ok
+    let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+    !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_hexdigit())
+        && !exp.is_empty()
+        && exp.chars().all(|c| c.is_ascii_digit())
 }
 
 /// YAML 1.1's base-60 numbers: `[+-]?[1-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?`.

@@ -79,6 +79,14 @@ impl Output {
     }
 }
 
+/// The object without `metadata.managedFields`, as kubectl's printers show objects unless
+/// `--show-managed-fields` (its `OmitManagedFieldsPrinter`).
+pub fn omit_managed_fields(object: &mut Value) {
+    if let Some(m) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+}
+
 /// Objects as `-o json` prints them: one object named alone as itself, anything listed (or
 /// several objects) as a `List`.
 pub fn json_of(objects: &[Value], listed: bool) -> String {

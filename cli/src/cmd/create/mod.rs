@@ -234,9 +234,8 @@ pub async fn make(
     Ok(Made { output, shown, strategy, object })
 }
 
-/// POSTs an object of `kind` (`body`, as JSON) as `create` sends it (field manager, validation,
-/// `dryRun=All` under a server-side dry run): the object the server made, its managed fields
-/// left out as kubectl's printers leave them out. `wrap` prefixes a server's refusal.
+/// POSTs an object of `kind` (`body`, as JSON) as `create` sends it: the object the server
+/// made ([`send`]). `wrap` prefixes a server's refusal.
 pub async fn post(
     f: &Factory,
     c: &Common,
@@ -246,27 +245,34 @@ pub async fn post(
     wrap: Option<&str>,
 ) -> Result<Value> {
     let namespace = if kind.namespaced { f.namespace().await? } else { String::new() };
-    let validation = validation(&c.validate)?;
+    send(f, c, &kind.collection(&namespace), body, strategy).await.map_err(|e| match wrap {
+        Some(w) if e.status().is_some() => CliError::Usage(format!("{w}{}", e.go_message())),
+        _ => e,
+    })
+}
+
+/// POSTs `body` to `collection` under the field manager and validation `c` names
+/// (`dryRun=All` under a server-side dry run): the object the server made, its managed fields
+/// left out as kubectl's printers leave them out.
+async fn send(
+    f: &Factory,
+    c: &Common,
+    collection: &str,
+    body: Vec<u8>,
+    strategy: DryRun,
+) -> Result<Value> {
     let mut url = format!(
-        "{}?fieldManager={}&fieldValidation={validation}",
-        kind.collection(&namespace),
-        builder::encode(&c.field_manager)
+        "{collection}?fieldManager={}&fieldValidation={}",
+        builder::encode(&c.field_manager),
+        validation(&c.validate)?
     );
     if strategy == DryRun::Server {
         url.push_str("&dryRun=All");
     }
-    let created = f
-        .send(Method::POST, &url, Some((body, "application/json")), "application/json")
-        .await
-        .map_err(|e| match wrap {
-            Some(w) if e.status().is_some() => CliError::Usage(format!("{w}{}", e.go_message())),
-            _ => e,
-        })?;
+    let created =
+        f.send(Method::POST, &url, Some((body, "application/json")), "application/json").await?;
     let mut created: Value = serde_json::from_slice(&created).unwrap_or(Value::Null);
-    // kubectl's printers hide managedFields (`--show-managed-fields=false`).
-    if let Some(meta) = created.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
+    printers::omit_managed_fields(&mut created);
     Ok(created)
 }
 
@@ -312,33 +318,24 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     if infos.is_empty() && errors.is_empty() {
         return Err(builder::no_objects("create"));
     }
-    let validation = validation(&c.validate)?;
+    // A bad `--validate` is refused before anything is sent (or printed).
+    validation(&c.validate)?;
     let mut printed = 0;
     for info in infos {
         let Some(object) = &info.object else { continue };
         let saved = c.save_config.then(|| crate::cmd::apply::with_last_applied(object));
         let object = saved.as_ref().unwrap_or(object);
         let made = if strategy == DryRun::Client {
-            Ok(object.clone())
+            let mut object = object.clone();
+            printers::omit_managed_fields(&mut object);
+            Ok(object)
         } else {
-            let mut url = format!(
-                "{}?fieldManager={}&fieldValidation={validation}",
-                info.resource.url(info.namespace.as_deref(), None),
-                builder::encode(&c.field_manager)
-            );
-            if strategy == DryRun::Server {
-                url.push_str("&dryRun=All");
-            }
+            let collection = info.resource.url(info.namespace.as_deref(), None);
             let body = serde_json::to_vec(object).map_err(|e| CliError::Usage(e.to_string()))?;
-            f.send(Method::POST, &url, Some((body, "application/json")), "application/json")
-                .await
-                .map(|bytes| serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null))
+            send(f, c, &collection, body, strategy).await
         };
         match made {
-            Ok(mut made) => {
-                if let Some(meta) = made.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.remove("managedFields");
-                }
+            Ok(made) => {
                 let name = made["metadata"]["name"].as_str().unwrap_or(&info.name).to_string();
                 let shown = format!("{}/{name}", info.resource.group_kind_lower());
                 // kubectl's YAML printer separates the objects it prints after the first.

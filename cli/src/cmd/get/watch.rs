@@ -65,11 +65,8 @@ impl Printer {
             Printer::Objects(p, keep_managed_fields) => {
                 let mut object = object.clone();
                 // kubectl drops managedFields from objects, not from the events around them.
-                if !*keep_managed_fields
-                    && event.is_none()
-                    && let Some(m) = object.get_mut("metadata").and_then(Value::as_object_mut)
-                {
-                    m.remove("managedFields");
+                if !*keep_managed_fields && event.is_none() {
+                    crate::printers::omit_managed_fields(&mut object);
                 }
                 p.print(&object, event).map_err(|e| CliError::Usage(e.to_string()))?
             }
