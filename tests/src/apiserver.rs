@@ -27,6 +27,10 @@ pub fn kubectl_binary() -> anyhow::Result<PathBuf> {
 /// see [`ApiServer::start_with`]).
 pub const SERVICE_ACCOUNTS: &str = "--enable-admission-plugins=ServiceAccount";
 
+/// How long a client run through [`ApiServer::kubectl`] or [`ApiServer::kubectl_lite`] may take
+/// before it is killed and the test fails naming it.
+const CLIENT_BOUND: Duration = Duration::from_secs(120);
+
 /// What one kubectl run printed, and whether it succeeded.
 #[derive(Debug)]
 pub struct KubectlRun {
@@ -300,12 +304,31 @@ impl ApiServer {
         input: &[u8],
         bound: Duration,
     ) -> anyhow::Result<Output> {
-        use std::io::Write;
         let (binary, home) = if lite {
             (crate::workspace_binary("kubectl-lite")?, "home-lite")
         } else {
             (kubectl_binary()?, "home")
         };
+        self.run_client(&binary, home, args, Some(input), bound)
+    }
+
+    fn client(&self, binary: &Path, home: &str, args: &[&str]) -> anyhow::Result<Output> {
+        self.run_client(binary, home, args, None, CLIENT_BOUND)
+    }
+
+    /// Runs a client against this server with a HOME of its own, `input` (if any) written to
+    /// its stdin from a thread, killed if it has not ended within `bound`: a client waiting for
+    /// what never comes (`kubectl delete` waits for the object to go) fails the test with the
+    /// command that hung rather than hanging it.
+    fn run_client(
+        &self,
+        binary: &Path,
+        home: &str,
+        args: &[&str],
+        input: Option<&[u8]>,
+        bound: Duration,
+    ) -> anyhow::Result<Output> {
+        use std::io::Write;
         let home = self.dir.path().join(home);
         std::fs::create_dir_all(&home)?;
         let mut child = Command::new(binary)
@@ -313,13 +336,18 @@ impl ApiServer {
             .current_dir(self.dir.path())
             .env("KUBECONFIG", self.kubeconfig())
             .env("HOME", home)
-            .stdin(Stdio::piped())
+            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
-        let mut stdin = child.stdin.take().context("the child's stdin")?;
-        let input = input.to_vec();
-        let writer = std::thread::spawn(move || stdin.write_all(&input));
+        let writer = match input {
+            Some(input) => {
+                let mut stdin = child.stdin.take().context("the child's stdin")?;
+                let input = input.to_vec();
+                Some(std::thread::spawn(move || stdin.write_all(&input)))
+            }
+            None => None,
+        };
         let pid = Pid::from_raw(i32::try_from(child.id())?);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || tx.send(child.wait_with_output()));
@@ -327,26 +355,16 @@ impl ApiServer {
             Ok(out) => out?,
             Err(_) => {
                 let _ = kill(pid, Signal::SIGKILL);
-                bail!("{args:?} did not end within {bound:?}");
+                bail!("{} {args:?} did not end within {bound:?}", binary.display());
             }
         };
-        match writer.join() {
-            Ok(Err(e)) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        match writer.map(std::thread::JoinHandle::join) {
+            Some(Ok(Err(e))) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                return Err(e.into());
+            }
             _ => {}
         }
         Ok(out)
-    }
-
-    fn client(&self, binary: &Path, home: &str, args: &[&str]) -> anyhow::Result<Output> {
-        let home = self.dir.path().join(home);
-        std::fs::create_dir_all(&home)?;
-        Ok(Command::new(binary)
-            .args(args)
-            .current_dir(self.dir.path())
-            .env("KUBECONFIG", self.kubeconfig())
-            .env("HOME", home)
-            .stdin(Stdio::null())
-            .output()?)
     }
 
     /// [`kubectl`](Self::kubectl) with its output as text.

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 /// Polls `probe` every `every` until it returns `Some`, or fails after `within` with `what`.
+/// A probe that hangs (a request the server never answers) is cut off at the deadline too.
 pub async fn eventually<T, F, Fut>(
     what: &str,
     within: Duration,
@@ -16,7 +17,8 @@ where
 {
     let deadline = Instant::now() + within;
     loop {
-        if let Some(v) = probe().await {
+        let left = deadline.saturating_duration_since(Instant::now()).max(every);
+        if let Ok(Some(v)) = tokio::time::timeout(left, probe()).await {
             return Ok(v);
         }
         if Instant::now() >= deadline {

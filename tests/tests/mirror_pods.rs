@@ -116,8 +116,13 @@ async fn a_static_pod_is_mirrored_recreated_replaced_and_removed_through_the_api
     assert!(row.contains("1/1") && row.contains("Running"), "{table}");
 
     // Deleted through the API (kubectl's graceful delete): the kubelet confirms, creates a
-    // new mirror, and the static pod's container keeps running untouched.
-    let out = api.kubectl(&["delete", "pod", MIRROR, "-n", "kube-system"]).unwrap();
+    // new mirror, and the static pod's container keeps running untouched. Not with kubectl's
+    // wait: it GETs the object, then lists and watches it by name until a DELETED event, and
+    // a kubelet that deletes and recreates the mirror between the two (as upstream's does,
+    // in one sync) leaves it watching the new mirror forever.
+    let out = api
+        .kubectl(&["delete", "pod", MIRROR, "-n", "kube-system", "--wait=false"])
+        .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let old_uid = mirror.metadata.uid.clone();
     let again = eventually("mirror pod recreated", WAIT, POLL, || async {
@@ -171,7 +176,11 @@ async fn a_deleted_node_is_registered_again_and_its_mirror_pods_follow_the_new_n
     let old_node = nodes.get(NODE).await.unwrap().metadata.uid.unwrap();
     let containers = running_containers(&cri).await;
 
-    let out = api.kubectl(&["delete", "node", NODE]).unwrap();
+    // Without kubectl's wait, which can miss a deletion the kubelet follows at once with a
+    // registration (see above).
+    let out = api
+        .kubectl(&["delete", "node", NODE, "--wait=false"])
+        .unwrap_or_else(|e| panic!("{}", logs(&e.to_string())));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let new_node = eventually("the node registered again", WAIT, POLL, || async {
         let uid = nodes.get_opt(NODE).await.ok()??.metadata.uid?;
