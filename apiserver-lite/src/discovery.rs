@@ -1,11 +1,10 @@
-//! Discovery and OpenAPI: `/version`, legacy discovery (`/api`, `/apis`, the resource lists per
-//! group version), aggregated discovery (with the exact content type kubectl requires), and the
-//! OpenAPI v3 documents kubectl's client-side validation needs (a PATCH operation per kind
-//! carrying `x-kubernetes-group-version-kind` and a `fieldValidation` parameter).
+//! Discovery: `/version`, legacy discovery (`/api`, `/apis`, the resource lists per group
+//! version) and aggregated discovery (with the exact content type kubectl requires). The
+//! OpenAPI documents are [`crate::openapi`]'s.
 
 use serde_json::{Value, json};
 
-use crate::resources::{self, Backing, RESOURCES, ResourceType};
+use crate::resources::{self, RESOURCES, ResourceType};
 
 /// The Kubernetes version this server reports (kubectl warns beyond one minor version of skew).
 pub const KUBE_MINOR: &str = "35";
@@ -151,65 +150,6 @@ pub fn aggregated(core: bool) -> Value {
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
 
-/// A stable hash of a document, for `serverRelativeURL`'s `hash=`.
-fn hash(v: &Value) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in v.to_string().bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016X}")
-}
-
-/// `/openapi/v3`: one path per served group version.
-pub fn openapi_v3_root() -> Value {
-    let mut paths = serde_json::Map::new();
-    for (g, v) in resources::group_versions() {
-        let key = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
-        let doc = openapi_v3(g, v).unwrap_or(Value::Null);
-        paths.insert(
-            key.clone(),
-            json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={}", hash(&doc))}),
-        );
-    }
-    json!({"paths": paths})
-}
-
-/// The OpenAPI v3 document of a group version: a PATCH operation per kind with its
-/// group-version-kind and the `fieldValidation` parameter, which is what kubectl checks before
-/// it trusts the server to validate.
-pub fn openapi_v3(group: &str, version: &str) -> Option<Value> {
-    let mut paths = serde_json::Map::new();
-    for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
-        let base = if group.is_empty() {
-            format!("/api/{version}")
-        } else {
-            format!("/apis/{group}/{version}")
-        };
-        let path = match (r.backing != Backing::Review, r.namespaced) {
-            (false, _) => format!("{base}/{}", r.name),
-            (true, true) => format!("{base}/namespaces/{{namespace}}/{}/{{name}}", r.name),
-            (true, false) => format!("{base}/{}/{{name}}", r.name),
-        };
-        let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
-        let params = json!([
-            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
-            {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
-            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
-        ]);
-        let op = |verb: &str| json!({"operationId": format!("{verb}{}", r.kind), "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk, "parameters": params, "responses": {"200": {"description": "OK"}}});
-        let ops = match r.backing {
-            Backing::Store => {
-                json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")})
-            }
-            Backing::Review => json!({"post": op("post")}),
-            Backing::Metrics => json!({"get": op("get")}),
-        };
-        paths.insert(path, ops);
-    }
-    (!paths.is_empty()).then(|| json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": format!("v1.{KUBE_MINOR}.0")}, "paths": paths, "components": {"schemas": {}}}))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,22 +222,5 @@ mod tests {
         let agg = aggregated(false);
         assert!(agg["items"].as_array().unwrap().iter().any(|g| g["metadata"]["name"] == "apps"));
         assert_eq!(aggregated(true)["items"][0]["metadata"]["name"], "");
-    }
-
-    #[test]
-    fn openapi_v3_has_what_kubectl_looks_for() {
-        let root = openapi_v3_root();
-        assert!(
-            root["paths"]["api/v1"]["serverRelativeURL"]
-                .as_str()
-                .unwrap()
-                .starts_with("/openapi/v3/api/v1?hash=")
-        );
-        let doc = openapi_v3("", "v1").unwrap();
-        let pod = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
-        assert_eq!(pod["x-kubernetes-group-version-kind"]["kind"], "Pod");
-        assert!(
-            pod["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation")
-        );
     }
 }

@@ -14,7 +14,9 @@
 //! - [`serviceaccount`]: service-account keys, tokens and claims, `serviceaccounts/token`, the
 //!   issuer's discovery documents.
 //! - [`certs`]: the PKI made on first start and the admin kubeconfig.
-//! - [`discovery`]: version, legacy and aggregated discovery, OpenAPI v3.
+//! - [`discovery`]: version, legacy and aggregated discovery.
+//! - [`openapi`]: the OpenAPI v3 documents: each kind's operations and schema (`kubectl
+//!   explain`).
 //! - [`table`]: `as=Table` responses with kubectl's columns.
 //! - [`http`]: requests to responses; [`server`]: TLS and connections.
 //! - [`errors`]: `Status` errors as upstream words them.
@@ -49,6 +51,7 @@ pub mod list;
 pub mod managedfields;
 pub mod metrics;
 pub mod objects;
+pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod registry;

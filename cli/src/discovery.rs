@@ -98,18 +98,11 @@ impl Resources {
         let arg = arg.to_lowercase();
         // `name.version.group` or `name.group` (the group may itself hold dots).
         let candidates = |name: &str, version: Option<&str>, group: Option<&str>| {
-            self.resources
-                .iter()
-                .filter(move |r| {
-                    let named = r.plural == name
-                        || r.singular == name
-                        || r.kind.to_lowercase() == name
-                        || r.short_names.iter().any(|s| s == name);
-                    named
-                        && version.is_none_or(|v| r.version == v)
-                        && group.is_none_or(|g| r.group == g)
+            self.named(name)
+                .into_iter()
+                .filter(|r| {
+                    version.is_none_or(|v| r.version == v) && group.is_none_or(|g| r.group == g)
                 })
-                .cloned()
                 .collect::<Vec<_>>()
         };
         let exact = candidates(&arg, None, None);
@@ -123,6 +116,41 @@ impl Resources {
             return Some(r);
         }
         self.preferred(candidates(name, None, Some(rest)))
+    }
+
+    /// Every resource `name` names (its plural, singular, kind or a short name, in any case),
+    /// in discovery order: kubectl's `ResourcesFor` of a bare resource name.
+    pub fn named(&self, name: &str) -> Vec<Arc<Resource>> {
+        let name = name.to_lowercase();
+        self.resources
+            .iter()
+            .filter(|r| {
+                r.plural == name
+                    || r.singular == name
+                    || r.kind.to_lowercase() == name
+                    || r.short_names.contains(&name)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The other resources a bare short name could also mean, after the one it means (the
+    /// first in discovery order): kubectl's shortcut expander warns of each. None for a name
+    /// with a group, or one that is some resource's plural or singular.
+    pub fn also_matched(&self, arg: &str) -> Vec<String> {
+        let arg = arg.to_lowercase();
+        if arg.contains('.') || self.resources.iter().any(|r| r.plural == arg || r.singular == arg)
+        {
+            return Vec::new();
+        }
+        let mut matched: Vec<String> = Vec::new();
+        for r in self.resources.iter().filter(|r| r.short_names.contains(&arg)) {
+            let name = r.group_resource();
+            if !matched.contains(&name) {
+                matched.push(name);
+            }
+        }
+        matched.split_off(matched.len().min(1))
     }
 
     /// Among matches, the first in discovery order (the core group, then the server's order).
@@ -357,6 +385,16 @@ mod tests {
         assert_eq!(r.lookup("deployments.v1.apps").unwrap().kind, "Deployment");
         assert_eq!(r.lookup("deployments.apps").unwrap().kind, "Deployment");
         assert!(r.lookup("deployments.batch").is_none());
+    }
+
+    #[test]
+    fn a_short_name_of_several_groups_names_the_lower_priority_ones() {
+        let r = resources();
+        assert_eq!(r.also_matched("ev"), ["events.events.k8s.io"]);
+        assert_eq!(r.also_matched("EV"), ["events.events.k8s.io"]);
+        for unambiguous in ["events", "event", "po", "ev.events.k8s.io", "nope"] {
+            assert!(r.also_matched(unambiguous).is_empty(), "{unambiguous}");
+        }
     }
 
     #[test]

@@ -182,7 +182,14 @@ impl Factory {
     /// The resource a type argument names; on a miss the cache is refreshed once, as kubectl
     /// does, before the type is declared unknown.
     pub async fn resource(&self, arg: &str) -> Result<Arc<Resource>> {
-        if let Some(r) = self.resources().await?.lookup(arg) {
+        let resources = self.resources().await?;
+        if let Some(r) = resources.lookup(arg) {
+            for other in resources.also_matched(arg) {
+                eprintln!(
+                    "Warning: short name \"{}\" could also match lower priority resource {other}",
+                    arg.to_lowercase()
+                );
+            }
             return Ok(r);
         }
         let server = self.server().await?;

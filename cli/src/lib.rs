@@ -10,6 +10,8 @@
 //!   name|json|yaml|kyaml|jsonpath|custom-columns`; what `get --watch` prints one object or
 //!   event at a time.
 //! - [`describe`]: kubectl's describers, one room per kind, and the generic one.
+//! - [`explain`]: `explain`'s rendering of the server's OpenAPI v3 schemas (kubectl's
+//!   `plaintext` template), and its word wrapping.
 //! - [`cmd`]: one room per command (`create`'s generators in `cmd::create`, `apply --prune` in
 //!   `cmd::apply::prune`, `run --attach` in `cmd::run::attached`); [`errors`]: kubectl's error
 //!   wording and exit codes.
@@ -26,6 +28,7 @@ pub mod describe;
 pub mod discovery;
 pub mod duration;
 pub mod errors;
+pub mod explain;
 pub mod factory;
 pub mod flags;
 pub mod kubelet;

@@ -26,6 +26,7 @@ use crate::audit;
 use crate::auth::{Authenticator, Authorizer, User, impersonation};
 use crate::discovery;
 use crate::errors::ApiError;
+use crate::openapi::Documents;
 use crate::registry::Registry;
 use crate::request::{self, Query, Route};
 use crate::resources::Subresource;
@@ -216,10 +217,12 @@ async fn serve(
         Route::GroupVersion(g, v) => {
             body::json(200, &discovery::resource_list(&g, &v).ok_or_else(not_found)?)
         }
-        Route::OpenApiV3 => body::json(200, &discovery::openapi_v3_root()),
-        Route::OpenApiV3GroupVersion(g, v) => {
-            body::json(200, &discovery::openapi_v3(&g, &v).ok_or_else(not_found)?)
-        }
+        Route::OpenApiV3 => body::bytes_response(200, "application/json", Documents::get().root()),
+        Route::OpenApiV3GroupVersion(g, v) => body::bytes_response(
+            200,
+            "application/json",
+            Documents::get().group_version(&g, &v).ok_or_else(not_found)?,
+        ),
         Route::OpenApiV2 => return Err(not_found()),
         Route::OpenIdConfiguration => {
             let d = state.openid.as_ref().ok_or_else(not_found)?;

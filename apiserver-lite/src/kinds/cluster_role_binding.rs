@@ -13,6 +13,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<ClusterRoleBinding>,
+    schema: Some(crate::openapi::schema_of::<ClusterRoleBinding>),
     defaults: |obj| with_typed(obj, rbac::default_cluster_role_binding),
     validate: |_, obj| Ok(rbac::validate_cluster_role_binding(&typed(obj)?)),
     validate_update,

@@ -8,6 +8,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<ConfigMap>,
+    schema: Some(crate::openapi::schema_of::<ConfigMap>),
     validate: |r, obj| Ok(with_meta(r, obj, config_map::validate(&typed(obj)?))),
     validate_update: |r, old, new| {
         Ok(with_meta(r, new, config_map::validate_update(&typed(new)?, &typed(old)?)))

@@ -4,5 +4,9 @@
 use super::{Strategy, untyped};
 use crate::table::printers;
 
-pub const STRATEGY: Strategy =
-    Strategy { decode: untyped, printer: printers::controller_revision, ..Strategy::PLAIN };
+pub const STRATEGY: Strategy = Strategy {
+    decode: untyped,
+    schema: Some(crate::openapi::schema_of::<k8s_openapi::api::apps::v1::ControllerRevision>),
+    printer: printers::controller_revision,
+    ..Strategy::PLAIN
+};

@@ -10,6 +10,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<CronJob>,
+    schema: Some(crate::openapi::schema_of::<CronJob>),
     defaults: |obj| with_typed(obj, batch::default_cron_job),
     prepare_for_create: |obj| {
         obj["status"] = json!({});

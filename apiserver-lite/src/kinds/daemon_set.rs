@@ -9,6 +9,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<DaemonSet>,
+    schema: Some(crate::openapi::schema_of::<DaemonSet>),
     defaults: |obj| with_typed(obj, apps::default_daemon_set),
     prepare_for_create: |obj| with_typed(obj, apps::prepare_daemon_set_create),
     prepare_for_update: apps::bump_template_generation,

@@ -10,6 +10,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<Deployment>,
+    schema: Some(crate::openapi::schema_of::<Deployment>),
     defaults: |obj| with_typed(obj, apps::default_deployment),
     prepare_for_create: |obj| {
         obj["status"] = json!({});

@@ -9,6 +9,7 @@ use crate::table::printers;
 /// Core `v1` Events.
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<k8s_openapi::api::core::v1::Event>,
+    schema: Some(crate::openapi::schema_of::<k8s_openapi::api::core::v1::Event>),
     fields: &[
         ("involvedObject.kind", Str("involvedObject.kind")),
         ("involvedObject.namespace", Str("involvedObject.namespace")),
@@ -29,6 +30,7 @@ pub const STRATEGY: Strategy = Strategy {
 /// `events.k8s.io/v1` Events: the same selectable fields, read from this shape.
 pub const STRATEGY_V1: Strategy = Strategy {
     decode: objects::decode_typed::<k8s_openapi::api::events::v1::Event>,
+    schema: Some(crate::openapi::schema_of::<k8s_openapi::api::events::v1::Event>),
     fields: &[
         ("involvedObject.kind", Str("regarding.kind")),
         ("involvedObject.namespace", Str("regarding.namespace")),

@@ -11,6 +11,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<Job>,
+    schema: Some(crate::openapi::schema_of::<Job>),
     defaults: |obj| with_typed(obj, batch::default_job),
     prepare_for_create: |obj| with_typed(obj, batch::prepare_job_create),
     validate: |_, obj| Ok(batch::validate_job(&typed(obj)?, None)),

@@ -1,8 +1,8 @@
 //! Each built-in kind's behaviour in one place, as upstream's REST strategies
-//! (`pkg/registry/<group>/<kind>/strategy.go`) hold it: decoding into the typed object,
-//! defaulting, what a create and an update prepare, validation of creates, updates and status
-//! updates, the selectable fields, the Table printer, the scale subresource and what a delete
-//! does. A [`ResourceType`] row points at its kind's [`Strategy`]; the shared lifecycle
+//! (`pkg/registry/<group>/<kind>/strategy.go`) hold it: decoding into the typed object, its
+//! OpenAPI schema, defaulting, what a create and an update prepare, validation of creates,
+//! updates and status updates, the selectable fields, the Table printer, the scale subresource
+//! and what a delete does. A [`ResourceType`] row points at its kind's [`Strategy`]; the shared lifecycle
 //! ([`crate::objects`], [`crate::registry`], [`crate::http`]) asks the strategy and never
 //! matches on a kind's name.
 //!
@@ -87,6 +87,9 @@ pub enum Deletion {
 #[derive(Debug, Clone, Copy)]
 pub struct Strategy {
     pub decode: Decode,
+    /// The typed object's OpenAPI schema (`kubectl explain`); `None` for kinds without a
+    /// typed object here.
+    pub schema: Option<crate::openapi::SchemaOf>,
     /// Upstream's defaulting of the versioned type.
     pub defaults: Mutate,
     /// `PrepareForCreate` beyond metadata: no status from the client, an initial status, a
@@ -139,6 +142,7 @@ impl Strategy {
     /// removed at once. Every strategy starts from it.
     pub const PLAIN: Strategy = Strategy {
         decode: untyped,
+        schema: None,
         defaults: no_change,
         prepare_for_create: no_change,
         prepare_for_update: nothing_more,

@@ -10,6 +10,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<k8s_openapi::api::core::v1::Namespace>,
+    schema: Some(crate::openapi::schema_of::<k8s_openapi::api::core::v1::Namespace>),
     defaults: |obj| {
         set_default(obj, &["spec", "finalizers"], json!(["kubernetes"]));
         set_default(obj, &["status", "phase"], json!("Active"));

@@ -14,6 +14,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<Pod>,
+    schema: Some(crate::openapi::schema_of::<Pod>),
     defaults: |obj| with_typed(obj, core::default_pod),
     prepare_for_create: core::prepare_pod_create,
     validate,

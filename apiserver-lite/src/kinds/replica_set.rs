@@ -11,6 +11,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<ReplicaSet>,
+    schema: Some(crate::openapi::schema_of::<ReplicaSet>),
     defaults: |obj| with_typed(obj, apps::default_replica_set),
     prepare_for_create: |obj| {
         obj["status"] = json!({});

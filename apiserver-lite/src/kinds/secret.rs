@@ -10,6 +10,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: |r, obj| objects::decode_converted::<Secret>(r, obj, secret::merge_string_data),
+    schema: Some(crate::openapi::schema_of::<Secret>),
     defaults: |obj| with_typed(obj, secret::default_secret),
     validate: |r, obj| Ok(with_meta(r, obj, secret::validate(&typed(obj)?))),
     validate_update: |r, old, new| {

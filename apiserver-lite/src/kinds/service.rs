@@ -9,6 +9,7 @@ use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
     decode: objects::decode_typed::<k8s_openapi::api::core::v1::Service>,
+    schema: Some(crate::openapi::schema_of::<k8s_openapi::api::core::v1::Service>),
     defaults: |obj| {
         core::default_service(obj);
         Ok(())

@@ -18,6 +18,7 @@ pub mod drain;
 pub mod dryrun;
 pub mod edit;
 pub mod exec;
+pub mod explain;
 pub mod get;
 pub mod label;
 pub mod logs;
@@ -105,6 +106,8 @@ enum Command {
     Config(config::Args),
     /// Print the client and server version information.
     Version(version::Args),
+    /// Get documentation for a resource.
+    Explain(explain::Args),
     /// Print the supported API resources on the server.
     ApiResources(api_resources::Args),
     /// Print the supported API versions on the server, in the form of "group/version".
@@ -200,6 +203,7 @@ async fn dispatch(f: &Factory, command: Command) -> Result<(), CliError> {
         Command::Version(a) => version::run(f, a).await,
         Command::ApiResources(a) => api_resources::run(f, a).await,
         Command::ApiVersions(a) => api_versions::run(f, a).await,
+        Command::Explain(a) => explain::run(f, a).await,
         Command::ClusterInfo(a) => cluster_info::run(f, a).await,
         Command::Completion(a) => completion::run(a, <Cli as clap::CommandFactory>::command()),
     }
