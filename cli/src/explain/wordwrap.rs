@@ -5,60 +5,73 @@
 
 const NO_BREAK_SPACE: char = '\u{a0}';
 
+/// Characters held back until it is known where they go, and how many.
+#[derive(Default)]
+struct Run {
+    text: String,
+    chars: usize,
+}
+
+impl Run {
+    fn push(&mut self, c: char) {
+        self.text.push(c);
+        self.chars += 1;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.chars == 0
+    }
+
+    /// Writes the run to `out` and empties it.
+    fn write_to(&mut self, out: &mut String) {
+        out.push_str(&self.text);
+        self.discard();
+    }
+
+    fn discard(&mut self) {
+        self.text.clear();
+        self.chars = 0;
+    }
+}
+
+/// At a line's end (the input's newline, or its end): the pending word with the spaces before
+/// it, or trailing spaces alone if they fit.
+fn end_line(out: &mut String, current: usize, space: &mut Run, word: &mut Run, limit: usize) {
+    if !word.is_empty() || current + space.chars <= limit {
+        space.write_to(out);
+    }
+    space.discard();
+    word.write_to(out);
+}
+
 /// `text` wrapped at `limit` characters a line.
 pub fn wrap(text: &str, limit: usize) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / limit.max(1));
     // Characters on the current line; the word and the spaces before it, not yet written.
     let mut current = 0usize;
-    let (mut word, mut word_len) = (String::new(), 0usize);
-    let (mut space, mut space_len) = (String::new(), 0usize);
+    let (mut word, mut space) = (Run::default(), Run::default());
     for c in text.chars() {
         if c == '\n' {
-            if word.is_empty() {
-                if current + space_len <= limit {
-                    out.push_str(&space);
-                }
-            } else {
-                out.push_str(&space);
-                out.push_str(&word);
-                word.clear();
-                word_len = 0;
-            }
-            space.clear();
-            space_len = 0;
+            end_line(&mut out, current, &mut space, &mut word, limit);
             out.push('\n');
             current = 0;
         } else if c.is_whitespace() && c != NO_BREAK_SPACE {
             if space.is_empty() || !word.is_empty() {
-                current += space_len + word_len;
-                out.push_str(&space);
-                out.push_str(&word);
-                space.clear();
-                space_len = 0;
-                word.clear();
-                word_len = 0;
+                current += space.chars + word.chars;
+                space.write_to(&mut out);
+                word.write_to(&mut out);
             }
             space.push(c);
-            space_len += 1;
         } else {
             word.push(c);
-            word_len += 1;
-            if current + space_len + word_len > limit && word_len < limit {
+            if current + space.chars + word.chars > limit && word.chars < limit {
                 out.push('\n');
                 current = 0;
-                space.clear();
-                space_len = 0;
+                space.discard();
             }
         }
     }
-    if word.is_empty() {
-        if current + space_len <= limit {
-            out.push_str(&space);
-        }
-    } else {
-        out.push_str(&space);
-        out.push_str(&word);
-    }
+    end_line(&mut out, current, &mut space, &mut word, limit);
     out
 }
 
