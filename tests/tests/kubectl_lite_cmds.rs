@@ -35,6 +35,32 @@ spec:
 ";
 
 /// ConfigMaps whose fields sort differently by name, number, quantity and creation order.
+/// A pod whose strings are long enough for `-o yaml` to fold, in every flow style.
+const LONG: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: long
+  annotations:
+    plain: "This is a long plain sentence with many words that will certainly need to be folded by the emitter because it goes well past eighty columns, twice over in fact, to see the second break too."
+    spaces: "aaaaaaaaa bbbbbbbbb ccccccccc ddddddddd eeeeeeeee fffffffff ggggggggg hhhhhh  iiiiiiiii  jjjjjjjjj   kkkkkkkkk"
+    url: "short https://example.com/a/very/long/url/that/crosses/the/eighty/column/limit/for/sure/and/more then words"
+    single: "it's: a long value with a colon and space so plain is not allowed, and it's long enough to fold twice over the limit of eighty columns for sure"
+    double: "a\ttab then a long text with many words so that the double quoted style has to fold it somewhere past the eighty column limit  with  spaces"
+    edge: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx y z"
+    unicode: "ééééééééé ééééééééé ééééééééé ééééééééé ééééééééé ééééééééé ééééééééé ééééééééé ééééééééé"
+spec:
+  containers:
+  - name: c
+    image: busybox
+    args:
+    - "sh"
+    - "-c"
+    - "echo this is a rather long shell command line that goes on and on past the eighty column limit && sleep 3600"
+    env:
+    - name: LONG
+      value: "value: with a colon so it is single quoted and long enough to need folding at the eighty column limit"
+"#;
+
 const CONFIGMAPS: &str = "apiVersion: v1
 kind: ConfigMap
 metadata: {name: b, labels: {rank: \"2\"}, annotations: {size: 1Gi}}
@@ -239,6 +265,7 @@ fn kubectl_lite_runs_and_exposes_a_pod_as_kubectl_does() {
 const CREATE_FILES: &[&[&str]] = &[
     &["create", "-f", "configmaps.yaml", "--dry-run=client"],
     &["create", "-f", "configmaps.yaml", "--dry-run=client", "-o", "yaml"],
+    &["create", "-f", "long.yaml", "--dry-run=client", "-o", "yaml"],
     &["create", "-f", "configmaps.yaml", "--dry-run=client", "-o", "json"],
     &["create", "-f", "configmaps.yaml", "--dry-run=client", "-o", "jsonpath={.metadata.name} "],
     &["create", "-f", "configmaps.yaml", "--dry-run=server", "-o", "name"],
@@ -314,6 +341,7 @@ fn compare(script: &[&[&str]]) {
         std::fs::write(s.dir().join("nodes.yaml"), NODES).unwrap();
         std::fs::write(s.dir().join("services.yaml"), SERVICES).unwrap();
         std::fs::write(s.dir().join("configmaps.yaml"), CONFIGMAPS).unwrap();
+        std::fs::write(s.dir().join("long.yaml"), LONG).unwrap();
     };
     let differences = e2e::apiserver::script_differences(script, setup, mask).unwrap();
     assert!(differences.is_empty(), "{}", differences.join("\n"));

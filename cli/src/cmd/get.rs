@@ -3,6 +3,7 @@
 //! others are printed. `--sort-by` (`sort`) orders each table's rows by a field of the full
 //! objects the table then carries (`includeObject=Object`), or the listed objects. `--watch`,
 //! `--watch-only` and `--output-watch-events` go to `watch`: the list, then its changes.
+//! `--subresource` reads named objects' `status` or `scale` (the server's table of it too).
 
 pub mod sort;
 pub mod watch;
@@ -73,6 +74,9 @@ pub struct Args {
     /// output as initial ADDED events.
     #[arg(long)]
     pub output_watch_events: bool,
+    /// If specified, gets the subresource of the requested object (`status`, `scale`).
+    #[arg(long)]
+    pub subresource: Option<String>,
 }
 
 impl Args {
@@ -132,6 +136,11 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
         ));
     }
     if a.watch || a.watch_only {
+        if a.subresource.is_some() {
+            return Err(CliError::Usage(
+                "--subresource with --watch or --watch-only: kubectl-lite watches objects, not their subresources".into(),
+            ));
+        }
         return watch::run(f, &a, &output).await;
     }
     if a.args.is_empty() && a.filenames.is_empty() {
@@ -141,9 +150,14 @@ pub async fn run(f: &Factory, a: Args) -> Result<()> {
     }
     let sel = a.selection();
     let (targets, mut errors) = builder::targets(f, &sel).await?;
+    if a.subresource.is_some() && targets.iter().any(|t| matches!(t, Target::Collection(_))) {
+        return Err(CliError::Usage(
+            "subresource cannot be used when bulk resources are specified".into(),
+        ));
+    }
     let mut got = Vec::new();
     for t in &targets {
-        match fetch(f, t, &output, &sel, a.sort_by.is_some()).await {
+        match fetch(f, t, &output, &sel, a.sort_by.is_some(), a.subresource.as_deref()).await {
             Ok(g) => got.push(g),
             Err(e) => errors.push(e),
         }
@@ -158,10 +172,12 @@ async fn fetch(
     output: &Output,
     sel: &Selection,
     sorting: bool,
+    subresource: Option<&str>,
 ) -> Result<Got> {
-    let (resource, url, listed) = match t {
-        Target::Object(i) => (i.resource.clone(), i.url(), false),
-        Target::Collection(c) => {
+    let (resource, url, listed) = match (t, subresource) {
+        (Target::Object(i), None) => (i.resource.clone(), i.url(), false),
+        (Target::Object(i), Some(sub)) => (i.resource.clone(), format!("{}/{sub}", i.url()), false),
+        (Target::Collection(c), _) => {
             let url = c.resource.url(c.namespace.as_deref(), None) + &builder::query(sel);
             (c.resource.clone(), url, true)
         }

@@ -2,8 +2,10 @@
 //! spaces per level, a sequence under a key at the key's own indentation (`key:\n- item`),
 //! `{}` and `[]` for empty collections; strings plain when they read back as strings, double
 //! quoted when they would read back as something else (`"1"`, `"true"`, a timestamp), single
-//! quoted when an indicator forbids plain, multi-line strings as literal blocks (`|-`).
-//! Not done: go-yaml's folding of plain strings longer than 80 columns at spaces.
+//! quoted when an indicator forbids plain, multi-line strings as literal blocks (`|-`). A value
+//! (never a key) in any of the three flow styles is folded as go-yaml folds it: at a space,
+//! once the line is past 80 columns, a line break and the value's indentation (two more than
+//! its key's or dash's) take the space's place ([`fold`]).
 
 use serde_json::Value;
 
@@ -13,10 +15,85 @@ pub fn to_string(v: &Value) -> String {
         Value::Object(m) if !m.is_empty() => write_map(&mut out, m, 0),
         Value::Array(a) if !a.is_empty() => write_seq(&mut out, a, 0),
         other => {
-            out.push_str(&scalar(other, 0));
+            out.push_str(&scalar(other, Place { column: 0, indent: 2 }));
             out.push('\n');
         }
     }
+    out
+}
+
+/// Where a value starts: its column, and the indentation a folded line continues at.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    column: usize,
+    indent: usize,
+}
+
+/// go-yaml's `best_width`: past this column a flow scalar breaks at its next space.
+const BEST_WIDTH: usize = 80;
+
+/// The flow styles a scalar may be written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    Plain,
+    SingleQuoted,
+    DoubleQuoted,
+}
+
+/// `s` written in `style` starting at `at` (after the opening quote's column, for quoted
+/// styles), folded as go-yaml's emitter folds it: at a space that does not follow a space, when
+/// the line is already past [`BEST_WIDTH`] (so a line ends after the word that crossed it), the
+/// space becomes a line break and the continuation's indentation. A plain scalar breaks only
+/// before a non-space; a quoted one not at its first or last character, and a double-quoted
+/// one keeps a following space by escaping the break (`\`). Widths count characters.
+fn fold(s: &str, style: Style, at: Option<Place>) -> String {
+    let (open, close) = match style {
+        Style::Plain => ("", ""),
+        Style::SingleQuoted => ("'", "'"),
+        Style::DoubleQuoted => ("\"", "\""),
+    };
+    let mut out = String::from(open);
+    // A key never breaks: its place is as if at column 0 with no width limit.
+    let (mut column, indent, width) = match at {
+        Some(p) => (p.column + open.len(), p.indent, BEST_WIDTH),
+        None => (0, 0, usize::MAX),
+    };
+    let chars: Vec<char> = s.chars().collect();
+    let mut spaces = false;
+    for (i, &c) in chars.iter().enumerate() {
+        let next_is_space = chars.get(i + 1) == Some(&' ');
+        if c == ' ' {
+            let inner = i > 0 && i + 1 < chars.len();
+            let may_break = match style {
+                Style::Plain => !next_is_space,
+                Style::SingleQuoted => inner && !next_is_space,
+                Style::DoubleQuoted => inner,
+            };
+            if !spaces && column > width && may_break {
+                out.push('\n');
+                pad(&mut out, indent);
+                column = indent;
+                if style == Style::DoubleQuoted && next_is_space {
+                    out.push('\\');
+                    column += 1;
+                }
+            } else {
+                out.push(' ');
+                column += 1;
+            }
+            spaces = true;
+            continue;
+        }
+        spaces = false;
+        let written = match (style, c) {
+            (Style::SingleQuoted, '\'') => "''".to_owned(),
+            (Style::DoubleQuoted, c) => escape(c),
+            (_, c) => c.to_string(),
+        };
+        column += written.chars().count();
+        out.push_str(&written);
+    }
+    out.push_str(close);
     out
 }
 
@@ -35,7 +112,8 @@ fn write_map(out: &mut String, m: &serde_json::Map<String, Value>, indent: usize
 
 /// `key: value` at the current position (indentation already written).
 fn write_entry(out: &mut String, k: &str, v: &Value, indent: usize) {
-    out.push_str(&string(k, indent));
+    let key = string(k, None);
+    out.push_str(&key);
     out.push(':');
     match v {
         Value::Object(m) if !m.is_empty() => {
@@ -48,7 +126,8 @@ fn write_entry(out: &mut String, k: &str, v: &Value, indent: usize) {
         }
         other => {
             out.push(' ');
-            out.push_str(&scalar(other, indent));
+            let column = indent + key.chars().count() + 2;
+            out.push_str(&scalar(other, Place { column, indent: indent + 2 }));
             out.push('\n');
         }
     }
@@ -76,42 +155,44 @@ fn write_seq(out: &mut String, a: &[Value], indent: usize) {
                 out.push_str(nested.trim_start());
             }
             other => {
-                out.push_str(&scalar(other, indent + 2));
+                out.push_str(&scalar(other, Place { column: indent + 2, indent: indent + 2 }));
                 out.push('\n');
             }
         }
     }
 }
 
-fn scalar(v: &Value, indent: usize) -> String {
+fn scalar(v: &Value, at: Place) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
-        Value::String(s) => string(s, indent),
+        Value::String(s) => string(s, Some(at)),
         Value::Object(_) => "{}".into(),
         Value::Array(_) => "[]".into(),
     }
 }
 
-/// A string in the style go-yaml v2 picks for it.
-fn string(s: &str, indent: usize) -> String {
+/// A string in the style go-yaml v2 picks for it; a value (at a [`Place`]) folded, a key
+/// (`None`) on one line.
+fn string(s: &str, at: Option<Place>) -> String {
     if s.contains('\n') {
-        return literal(s, indent);
+        // A literal block's lines sit at the value's indentation.
+        return literal(s, at.map_or(2, |p| p.indent));
     }
-    if resolves_to_non_string(s) {
-        return double_quoted(s);
-    }
-    if plain_allowed(s) {
-        return s.to_string();
-    }
-    if s.chars().all(|c| c == ' ' || !c.is_control()) {
-        return format!("'{}'", s.replace('\'', "''"));
-    }
-    double_quoted(s)
+    let style = if resolves_to_non_string(s) {
+        Style::DoubleQuoted
+    } else if plain_allowed(s) {
+        Style::Plain
+    } else if s.chars().all(|c| c == ' ' || !c.is_control()) {
+        Style::SingleQuoted
+    } else {
+        Style::DoubleQuoted
+    };
+    fold(s, style, at)
 }
 
-/// A literal block: `|` keeps a final newline, `|-` strips it; lines indented one level.
+/// A literal block: `|` keeps a final newline, `|-` strips it; lines at `indent`.
 fn literal(s: &str, indent: usize) -> String {
     let (body, chomp) = match s.strip_suffix('\n') {
         Some(b) if !b.ends_with('\n') => (b, ""),
@@ -123,30 +204,24 @@ fn literal(s: &str, indent: usize) -> String {
     for line in body.split('\n') {
         out.push('\n');
         if !line.is_empty() {
-            for _ in 0..indent + 2 {
-                out.push(' ');
-            }
+            pad(&mut out, indent);
             out.push_str(line);
         }
     }
     out
 }
 
-fn double_quoted(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\n' => out.push_str("\\n"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
-            c => out.push(c),
-        }
+/// A character inside double quotes: escaped if it must be.
+fn escape(c: char) -> String {
+    match c {
+        '"' => "\\\"".into(),
+        '\\' => "\\\\".into(),
+        '\t' => "\\t".into(),
+        '\r' => "\\r".into(),
+        '\n' => "\\n".into(),
+        c if c.is_control() => format!("\\x{:02X}", c as u32),
+        c => c.to_string(),
     }
-    out.push('"');
-    out
 }
 
 /// Whether go-yaml v2 would read the plain text back as a non-string: null, a bool of YAML 1.1,
@@ -280,6 +355,28 @@ spec:
     - containerPort: 80
 ";
         assert_eq!(to_string(&v), want);
+    }
+
+    /// What kubectl v1.35 printed (`create --dry-run=client -o yaml`) for a pod with long
+    /// strings of every flow style: plain, single and double quoted, with runs of spaces, a
+    /// word longer than the line, non-ASCII text, in maps and in lists.
+    const FOLDED: &str = include_str!("yaml/folded.yaml");
+
+    #[test]
+    fn long_values_fold_past_eighty_columns_as_kubectl_folds_them() {
+        let v: Value = serde_yaml_ng::from_str(FOLDED).unwrap();
+        assert_eq!(to_string(&v), FOLDED);
+    }
+
+    #[test]
+    fn keys_never_fold_and_a_quoted_value_keeps_its_edges() {
+        let key = "k ".repeat(50).trim_end().to_owned();
+        // Past column 80 already, a quoted value's first space is still not a break.
+        let text = to_string(&json!({ key.clone(): " v w" }));
+        assert_eq!(text, format!("{key}: ' v\n  w'\n"));
+        // Nor is its last.
+        let x = "x".repeat(90);
+        assert_eq!(to_string(&json!({"k": format!("{x} ")})), format!("k: '{x} '\n"));
     }
 
     #[test]
