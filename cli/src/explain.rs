@@ -253,7 +253,7 @@ impl<'d> Explainer<'d> {
         next.insert(refs);
         let resolved = resolved(schema, self.doc);
         for (name, sub) in properties(resolved) {
-            out.push_str(&self.field_detail(name, resolved, level));
+            out.push_str(&self.field_detail(name, sub, resolved, level));
             if self.recursive {
                 out.push_str(&self.field_list(sub, level + 1, &next));
             }
@@ -270,13 +270,10 @@ impl<'d> Explainer<'d> {
         out
     }
 
-    /// `fieldDetail`: `name <type>`, `-required-`, its values if an enum, and (unless
-    /// recursive) its description.
-    fn field_detail(&self, name: &str, parent: &'d Value, level: usize) -> String {
+    /// `fieldDetail`: `name <type>`, `-required-` if `parent` requires it, its values if an
+    /// enum, and (unless recursive) its description.
+    fn field_detail(&self, name: &str, schema: &'d Value, parent: &Value, level: usize) -> String {
         let amount = level * 2;
-        let schema =
-            parent.pointer(&format!("/properties/{}", name.replace('~', "~0").replace('/', "~1")));
-        let schema = schema.unwrap_or(&Value::Null);
         let mut out = format!("{}\t<{}>", indent(amount, name), self.type_guess(schema));
         let required = parent.get("required").and_then(Value::as_array);
         if required.is_some_and(|r| r.iter().any(|n| n == name)) {
