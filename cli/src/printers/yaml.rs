@@ -7,6 +7,8 @@
 //! once the line is past 80 columns, a line break and the value's indentation (two more than
 //! its key's or dash's) take the space's place ([`fold`]).
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 pub fn to_string(v: &Value) -> String {
@@ -52,18 +54,20 @@ fn fold(s: &str, style: Style, at: Option<Place>) -> String {
         Style::SingleQuoted => ("'", "'"),
         Style::DoubleQuoted => ("\"", "\""),
     };
-    let mut out = String::from(open);
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push_str(open);
     // A key never breaks: its place is as if at column 0 with no width limit.
     let (mut column, indent, width) = match at {
         Some(p) => (p.column + open.len(), p.indent, BEST_WIDTH),
         None => (0, 0, usize::MAX),
     };
-    let chars: Vec<char> = s.chars().collect();
     let mut spaces = false;
-    for (i, &c) in chars.iter().enumerate() {
-        let next_is_space = chars.get(i + 1) == Some(&' ');
+    let mut chars = s.chars().enumerate().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let next_is_space = next == Some(' ');
         if c == ' ' {
-            let inner = i > 0 && i + 1 < chars.len();
+            let inner = i > 0 && next.is_some();
             let may_break = match style {
                 Style::Plain => !next_is_space,
                 Style::SingleQuoted => inner && !next_is_space,
@@ -85,13 +89,13 @@ fn fold(s: &str, style: Style, at: Option<Place>) -> String {
             continue;
         }
         spaces = false;
-        let written = match (style, c) {
-            (Style::SingleQuoted, '\'') => "''".to_owned(),
-            (Style::DoubleQuoted, c) => escape(c),
-            (_, c) => c.to_string(),
-        };
-        column += written.chars().count();
-        out.push_str(&written);
+        let before = out.len();
+        match (style, c) {
+            (Style::SingleQuoted, '\'') => out.push_str("''"),
+            (Style::DoubleQuoted, c) => push_escaped(&mut out, c),
+            (_, c) => out.push(c),
+        }
+        column += out[before..].chars().count();
     }
     out.push_str(close);
     out
@@ -112,7 +116,7 @@ fn write_map(out: &mut String, m: &serde_json::Map<String, Value>, indent: usize
 
 /// `key: value` at the current position (indentation already written).
 fn write_entry(out: &mut String, k: &str, v: &Value, indent: usize) {
-    let key = string(k, None);
+    let key = string(k, Place { column: indent, indent: indent + 2 }, Folding::Key);
     out.push_str(&key);
     out.push(':');
     match v {
@@ -167,18 +171,24 @@ fn scalar(v: &Value, at: Place) -> String {
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
-        Value::String(s) => string(s, Some(at)),
+        Value::String(s) => string(s, at, Folding::Value),
         Value::Object(_) => "{}".into(),
         Value::Array(_) => "[]".into(),
     }
 }
 
-/// A string in the style go-yaml v2 picks for it; a value (at a [`Place`]) folded, a key
-/// (`None`) on one line.
-fn string(s: &str, at: Option<Place>) -> String {
+/// Whether a string may fold: a value may, a key never does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Folding {
+    Value,
+    Key,
+}
+
+/// A string at `at` in the style go-yaml v2 picks for it, folded if a value.
+fn string(s: &str, at: Place, folding: Folding) -> String {
     if s.contains('\n') {
-        // A literal block's lines sit at the value's indentation.
-        return literal(s, at.map_or(2, |p| p.indent));
+        // A literal block's lines sit one level in.
+        return literal(s, at.indent);
     }
     let style = if resolves_to_non_string(s) {
         Style::DoubleQuoted
@@ -189,7 +199,7 @@ fn string(s: &str, at: Option<Place>) -> String {
     } else {
         Style::DoubleQuoted
     };
-    fold(s, style, at)
+    fold(s, style, (folding == Folding::Value).then_some(at))
 }
 
 /// A literal block: `|` keeps a final newline, `|-` strips it; lines at `indent`.
@@ -211,16 +221,18 @@ fn literal(s: &str, indent: usize) -> String {
     out
 }
 
-/// A character inside double quotes: escaped if it must be.
-fn escape(c: char) -> String {
+/// A character inside double quotes, escaped if it must be.
+fn push_escaped(out: &mut String, c: char) {
     match c {
-        '"' => "\\\"".into(),
-        '\\' => "\\\\".into(),
-        '\t' => "\\t".into(),
-        '\r' => "\\r".into(),
-        '\n' => "\\n".into(),
-        c if c.is_control() => format!("\\x{:02X}", c as u32),
-        c => c.to_string(),
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\t' => out.push_str("\\t"),
+        '\r' => out.push_str("\\r"),
+        '\n' => out.push_str("\\n"),
+        c if c.is_control() => {
+            let _ = write!(out, "\\x{:02X}", u32::from(c));
+        }
+        c => out.push(c),
     }
 }
 
