@@ -393,7 +393,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, child.clone()));
     tasks.spawn(trim_periodically(child.clone()));
     let log_manager =
-        crate::logs::ContainerLogManager { cri: cri.clone(), policy: config.container_log.clone() };
+        crate::logs::ContainerLogManager::new(cri.clone(), config.container_log.clone());
     tasks.spawn(log_manager.run(child.clone()));
     let image_gc = Arc::new(crate::runtime::images::gc::ImageGcManager {
         cri: cri.clone(),

@@ -161,15 +161,15 @@ impl Rig {
     }
 
     fn manager(&self, max_size: u64, max_files: u32) -> ContainerLogManager {
-        ContainerLogManager {
-            cri: self.cri.clone(),
-            policy: LogRotatePolicy {
+        ContainerLogManager::new(
+            self.cri.clone(),
+            LogRotatePolicy {
                 max_size: Some(max_size),
                 max_files,
                 max_workers: 2,
                 monitor_interval: Duration::from_secs(10),
             },
-        }
+        )
     }
 }
 
@@ -228,4 +228,37 @@ async fn a_reopen_the_runtime_refuses_puts_the_log_back_and_a_missing_log_is_reo
     assert_eq!(outcome(&results, &id), &Outcome::Kept);
     assert!(log.exists());
     assert_eq!(rig.fake.runtime().calls(Rpc::ReopenContainerLog), 2);
+}
+
+#[tokio::test]
+async fn a_containers_log_path_is_asked_of_the_runtime_once_while_it_runs() {
+    let rig = Rig::new().await;
+    let sandbox = rig.sandbox().await;
+    let (first, _) = rig.container(&sandbox, "first", true).await;
+    let manager = rig.manager(1000, 3);
+    let statuses = || rig.fake.runtime().calls(Rpc::ContainerStatus);
+    let before = statuses();
+    manager.rotate_logs().await.unwrap();
+    assert_eq!(statuses() - before, 1, "the new container's path is asked for");
+    manager.rotate_logs().await.unwrap();
+    assert_eq!(statuses() - before, 1, "a known container is only measured");
+
+    let (second, second_log) = rig.container(&sandbox, "second", true).await;
+    std::fs::write(&second_log, "z".repeat(1000)).unwrap();
+    let results = manager.rotate_logs().await.unwrap();
+    assert_eq!(statuses() - before, 2, "only the new container is asked for");
+    assert!(matches!(outcome(&results, &second), Outcome::Rotated(_)), "{results:?}");
+    assert_eq!(outcome(&results, &first), &Outcome::Kept);
+
+    // A container that stops is forgotten; one that the runtime cannot answer for is asked
+    // again next round.
+    rig.cri.stop_container(&first, Duration::ZERO).await.unwrap();
+    let (third, _) = rig.container(&sandbox, "third", true).await;
+    rig.fake.runtime().fail_next(Rpc::ContainerStatus, tonic::Status::internal("busy"));
+    let results = manager.rotate_logs().await.unwrap();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(outcome(&results, &third), &Outcome::Failed);
+    let results = manager.rotate_logs().await.unwrap();
+    assert_eq!(outcome(&results, &third), &Outcome::Kept);
+    assert_eq!(manager.lock_paths().len(), 2, "the stopped container is forgotten");
 }
