@@ -13,7 +13,9 @@
 //! (v2).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::control_files::ControlFiles;
 use super::resources::{ResourceConfig, shares_to_weight};
 
 /// A cgroup operation that failed: the file or directory, and why.
@@ -77,13 +79,15 @@ pub struct CgroupFs {
     /// The unified (v2) hierarchy is mounted at the root: told once, at [`CgroupFs::new`]
     /// (asked before every control file, it was a fifth of the stats scrapes' CPU).
     v2: bool,
+    /// The stats scrapes' reads, through kept directory handles.
+    files: Arc<ControlFiles>,
 }
 
 impl CgroupFs {
     pub fn new(mount_root: impl Into<PathBuf>) -> Self {
         let mount_root = mount_root.into();
         let v2 = mount_root.join("cgroup.controllers").exists();
-        Self { mount_root, v2 }
+        Self { mount_root, v2, files: Arc::default() }
     }
 
     /// Whether the unified (v2) hierarchy is mounted at the root.
@@ -261,9 +265,8 @@ impl Cgroups for CgroupFs {
     }
 
     fn usage(&self, path: &str) -> Option<CgroupUsage> {
-        let read = |controller: &str, file: &str| {
-            std::fs::read_to_string(self.dir(controller, path).join(file)).ok()
-        };
+        let read =
+            |controller: &str, file: &str| self.files.read(&self.dir(controller, path), file);
         let number = |controller: &str, file: &str| read(controller, file)?.trim().parse().ok();
         if self.is_v2() {
             let memory = read("", "memory.stat").unwrap_or_default();

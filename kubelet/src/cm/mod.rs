@@ -3,6 +3,8 @@
 //!   `<cgroupRoot>/kubepods[/<qos>]/pod<uid>` (cgroupfs) or
 //!   `/kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid>.slice` (systemd);
 //! - [`cgroupfs`]: the [`Cgroups`] boundary and the cgroup v1/v2 filesystem behind it;
+//! - [`control_files`]: the stats scrapes' reads of control files, through kept handles on
+//!   the QoS levels' directories;
 //! - [`systemd`]: the systemd driver: each cgroup a transient slice systemd makes, sizes and
 //!   stops ([`systemd::Systemd`], over D-Bus in [`systemd::bus`]), its files then written
 //!   through the cgroupfs; refused at start where systemd is not the init system;
@@ -18,6 +20,7 @@
 
 pub mod allocatable;
 pub mod cgroupfs;
+pub mod control_files;
 pub mod layout;
 pub mod manager;
 pub mod node_config;
