@@ -289,25 +289,29 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     ));
     cm.start()?;
     let cfs = cm.config().pod;
-    let runtime = Arc::new(RuntimeManager::new(
-        cri.clone(),
-        RuntimeConfig {
-            pod_logs_dir: config.pod_logs_dir.clone(),
-            root_dir: config.root_dir.clone(),
-            resolv_conf: std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
-            memory_capacity: machine.memory_bytes,
-            host_ip: host_ip.clone(),
-            restart_backoff_max: config.restart_backoff_max,
-        },
-        cm,
-        recorder.clone(),
-        volumes,
-        client.as_ref().map(|c| {
-            Arc::new(crate::runtime::pull_secrets::ApiSecrets(c.clone()))
-                as Arc<dyn crate::runtime::pull_secrets::SecretSource>
-        }),
-        metrics.clone(),
-    ));
+    let timeline = Arc::new(crate::pleg::timeline::PodTimeline::default());
+    let runtime = Arc::new(
+        RuntimeManager::new(
+            cri.clone(),
+            RuntimeConfig {
+                pod_logs_dir: config.pod_logs_dir.clone(),
+                root_dir: config.root_dir.clone(),
+                resolv_conf: std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
+                memory_capacity: machine.memory_bytes,
+                host_ip: host_ip.clone(),
+                restart_backoff_max: config.restart_backoff_max,
+            },
+            cm,
+            recorder.clone(),
+            volumes,
+            client.as_ref().map(|c| {
+                Arc::new(crate::runtime::pull_secrets::ApiSecrets(c.clone()))
+                    as Arc<dyn crate::runtime::pull_secrets::SecretSource>
+            }),
+            metrics.clone(),
+        )
+        .with_timeline(timeline.clone(), config.pleg_relist_period),
+    );
     let statuses = Arc::new(StatusManager::default());
     let queue = Arc::new(WorkQueue::default());
 
@@ -388,9 +392,10 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         pods: pods_tx,
         health: pleg_health.clone(),
         metrics: metrics.clone(),
+        timeline: timeline.clone(),
     };
     tasks.spawn(relist.run(child.clone()));
-    tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, child.clone()));
+    tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, timeline, child.clone()));
     tasks.spawn(trim_periodically(child.clone()));
     let log_manager =
         crate::logs::ContainerLogManager::new(cri.clone(), config.container_log.clone());

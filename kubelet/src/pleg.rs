@@ -2,6 +2,11 @@
 //! differences into per-pod events that wake the pod's worker. Where the runtime streams CRI
 //! container events (`GetContainerEvents`), those wake workers at once; the relist stays as the
 //! safety net. A runtime without the stream (containerd 1.6) is relisted only.
+//!
+//! [`timeline`]: when each pod was last seen changing, which tells whether a pod's runtime
+//! status read earlier still holds.
+
+pub mod timeline;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -129,6 +134,7 @@ pub struct Pleg {
     pub pods: watch::Sender<RuntimePods>,
     pub health: Arc<PlegHealth>,
     pub metrics: Arc<KubeletMetrics>,
+    pub timeline: Arc<timeline::PodTimeline>,
 }
 
 /// What upstream's relist counts for its metrics: pods with a ready sandbox, containers by
@@ -199,15 +205,20 @@ impl Pleg {
                     continue;
                 }
             };
+            let ended = Instant::now();
             self.health.mark();
             let (pods, containers) = running_counts(&snap);
             self.metrics.relisted(pods, containers);
-            for event in diff(&last, &snap) {
+            let events = diff(&last, &snap);
+            let uids: BTreeSet<String> = snap.values().map(|(u, _)| u.clone()).collect();
+            // Recorded before the events wake the workers, so their syncs read afresh.
+            let changed = events.iter().map(|e| e.uid.as_str());
+            self.timeline.relisted(started, ended, changed, &uids);
+            for event in events {
                 if self.events.send(event).await.is_err() {
                     return;
                 }
             }
-            let uids: BTreeSet<String> = snap.values().map(|(u, _)| u.clone()).collect();
             self.pods.send_if_modified(|p| {
                 let changed = p.uids != uids || !p.relisted;
                 *p = RuntimePods { uids, relisted: true };
@@ -225,6 +236,7 @@ impl Pleg {
 pub async fn run_evented(
     cri: CriClient,
     events: mpsc::Sender<PodLifecycleEvent>,
+    timeline: Arc<timeline::PodTimeline>,
     stop: CancellationToken,
 ) {
     let mut delay = Duration::from_millis(500);
@@ -261,6 +273,7 @@ pub async fn run_evented(
                 Ok(cri::ContainerEventType::ContainerDeletedEvent) => EventKind::ContainerRemoved,
                 _ => EventKind::ContainerChanged,
             };
+            timeline.changed(&uid, Instant::now());
             if events.send(PodLifecycleEvent { uid, kind, id: e.container_id }).await.is_err() {
                 return;
             }
@@ -316,6 +329,7 @@ mod tests {
             events,
             pods,
             health: Arc::default(),
+            timeline: Arc::default(),
             metrics: metrics.clone(),
         };
         let stop = CancellationToken::new();

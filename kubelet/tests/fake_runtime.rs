@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fake_cri::{FakeCriServer, FakeRuntime, Match, OnSigterm, Program};
+use fake_cri::{FakeCriServer, FakeRuntime, Match, OnSigterm, Program, Rpc};
 use kubelet::config::kubelet_config::KubeletConfig;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,6 +21,8 @@ struct Node {
     port: u16,
     stop: CancellationToken,
     kubelet: tokio::task::JoinHandle<()>,
+    /// Changes this test makes to the kubelet's configuration.
+    tune: fn(&mut KubeletConfig),
 }
 
 fn free_port() -> u16 {
@@ -35,6 +37,10 @@ fn manifest(name: &str, image: &str, extra: &str) -> String {
 
 impl Node {
     async fn start(runtime: FakeRuntime) -> Self {
+        Self::start_tuned(runtime, |_| {}).await
+    }
+
+    async fn start_tuned(runtime: FakeRuntime, tune: fn(&mut KubeletConfig)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         for d in ["manifests", "root", "logs"] {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
@@ -43,16 +49,17 @@ impl Node {
         let fake = FakeCriServer::start_with(runtime, &dir.path().join("cri.sock")).unwrap();
         let port = free_port();
         let stop = CancellationToken::new();
-        let kubelet = Self::spawn_kubelet(dir.path(), port, stop.clone());
-        Self { dir, fake, port, stop, kubelet }
+        let kubelet = Self::spawn_kubelet(dir.path(), port, stop.clone(), tune);
+        Self { dir, fake, port, stop, kubelet, tune }
     }
 
     fn spawn_kubelet(
         dir: &Path,
         port: u16,
         stop: CancellationToken,
+        tune: fn(&mut KubeletConfig),
     ) -> tokio::task::JoinHandle<()> {
-        let config = KubeletConfig {
+        let mut config = KubeletConfig {
             node_name: NODE.into(),
             static_pod_path: Some(dir.join("manifests")),
             static_config_path: Some(dir.join("static-config")),
@@ -70,6 +77,7 @@ impl Node {
             file_check_frequency: Duration::from_secs(60),
             ..KubeletConfig::default()
         };
+        tune(&mut config);
         tokio::spawn(async move { kubelet::run(config, stop).await.unwrap() })
     }
 
@@ -79,7 +87,8 @@ impl Node {
         let _ = (&mut self.kubelet).await;
         self.stop = CancellationToken::new();
         self.port = free_port();
-        self.kubelet = Self::spawn_kubelet(self.dir.path(), self.port, self.stop.clone());
+        self.kubelet =
+            Self::spawn_kubelet(self.dir.path(), self.port, self.stop.clone(), self.tune);
     }
 
     fn write(&self, file: &str, text: &str) -> PathBuf {
@@ -242,6 +251,42 @@ async fn a_crashing_container_is_restarted_with_backoff_and_counted() {
     assert_eq!(cs["restartCount"], 1, "restarted once at once, then backing off: {cs}");
     assert_eq!(cs["lastState"]["terminated"]["exitCode"], 1);
     assert!(cs["state"]["waiting"]["message"].as_str().unwrap().contains("back-off 10s"), "{cs}");
+    n.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resync_of_a_pod_nothing_happened_to_asks_the_runtime_nothing_and_a_change_is_seen() {
+    let runtime = FakeRuntime::new();
+    runtime.set_program(
+        Match::ContainerName("app".into()),
+        Program { exit: Some((Duration::from_secs(7), 0)), ..Program::default() },
+    );
+    // Resyncs a little slower than the relists (1 s), so that each finds one since.
+    let n = Node::start_tuned(runtime, |c| c.sync_frequency = Duration::from_millis(1200)).await;
+    n.write("quiet.yaml", &manifest("quiet", "busybox:1.35", ""));
+    n.eventually("running", async |n| running(n, "quiet-node-a").await).await;
+    // The start settled (its last change relisted and read), then two resyncs.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let statuses = || {
+        let r = n.fake.runtime();
+        (
+            r.calls(Rpc::PodSandboxStatus),
+            r.calls(Rpc::ContainerStatus),
+            r.calls(Rpc::ListContainers),
+        )
+    };
+    let before = statuses();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let after = statuses();
+    assert_eq!((after.0, after.1), (before.0, before.1), "resyncs plan from the status read last");
+    assert!(after.2 > before.2, "the PLEG relists meanwhile");
+    // The container exits: the PLEG sees it, the next sync reads afresh and restarts it.
+    n.eventually("restarted", async |n| {
+        n.pod("quiet-node-a")
+            .await
+            .filter(|p| p["status"]["containerStatuses"][0]["restartCount"] == 1)
+    })
+    .await;
     n.shutdown().await;
 }
 

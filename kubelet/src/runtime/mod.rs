@@ -30,7 +30,7 @@ pub mod volumes;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use api::keys;
 use futures::future::join_all;
@@ -40,6 +40,7 @@ use proto::{CallError, CriClient, cri};
 use crate::cm::ContainerManager;
 use crate::events::{ObjectRef, Recorder};
 use crate::metrics::KubeletMetrics;
+use crate::pleg::timeline::PodTimeline;
 use crate::volume::{self as pod_volume, TeardownError, VolumeManager};
 use status::{ContainerInfo, ContainerState, PodRuntimeStatus, container_info, sandbox_info};
 
@@ -103,6 +104,11 @@ pub struct RuntimeManager {
     creations: tokio::sync::Semaphore,
     /// Pods and containers started, and pods' image pulls for their startup latency.
     pub metrics: Arc<KubeletMetrics>,
+    /// What tells a status read earlier still holds (the PLEG's relists, and their period);
+    /// `None`: every sync reads afresh.
+    timeline: Option<(Arc<PodTimeline>, Duration)>,
+    /// Each pod's status as a sync last read it, and when the read began.
+    status_cache: Mutex<HashMap<String, (PodRuntimeStatus, Instant)>>,
 }
 
 /// Pods created at once: twice the CPUs (measured in BENCHMARKS.md).
@@ -141,7 +147,42 @@ impl RuntimeManager {
             volumes,
             creations: tokio::sync::Semaphore::new(creation_limit()),
             metrics,
+            timeline: None,
+            status_cache: Mutex::default(),
         }
+    }
+
+    /// Syncs plan from the status read last while `timeline` (relisted every `period`) saw
+    /// nothing of the pod change since, as upstream's pod workers read its pod cache.
+    pub fn with_timeline(mut self, timeline: Arc<PodTimeline>, period: Duration) -> Self {
+        self.timeline = Some((timeline, period));
+        self
+    }
+
+    fn lock_status_cache(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (PodRuntimeStatus, Instant)>> {
+        self.status_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The pod's status for a sync to plan from: the one read last if the PLEG has seen
+    /// nothing of the pod change since (see [`crate::pleg::timeline`]), else read afresh.
+    pub async fn pod_status_for_sync(&self, uid: &str) -> Result<PodRuntimeStatus, RuntimeError> {
+        let Some((timeline, period)) = &self.timeline else { return self.pod_status(uid).await };
+        if let Some((status, read)) = self.lock_status_cache().get(uid)
+            && timeline.unchanged_since(uid, *read, Instant::now(), *period)
+        {
+            return Ok(status.clone());
+        }
+        let read = Instant::now();
+        let status = self.pod_status(uid).await?;
+        self.lock_status_cache().insert(uid.to_string(), (status.clone(), read));
+        Ok(status)
+    }
+
+    /// Drops the status kept for a pod that is gone.
+    pub fn forget_status(&self, uid: &str) {
+        self.lock_status_cache().remove(uid);
     }
 
     fn err(uid: &str) -> impl FnOnce(CallError) -> RuntimeError + '_ {

@@ -101,7 +101,7 @@ impl RuntimeManager {
         observe: &mut (dyn FnMut(&PodRuntimeStatus) + Send),
     ) -> Result<SyncOutcome, RuntimeError> {
         let uid = uid(pod);
-        let status = self.pod_status(uid).await?;
+        let status = self.pod_status_for_sync(uid).await?;
         let actions = compute_pod_actions(pod, &status, probes);
         if actions.create_sandbox
             || !actions.init_containers_to_start.is_empty()

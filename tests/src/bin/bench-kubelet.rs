@@ -328,7 +328,9 @@ async fn kubelet_part(
                 summary(&format!("scrape {path} at 110 pods"), t);
             }
             for (path, ms) in SCRAPED.iter().zip(cpu_per_scrape(&kubelet, 50).await?) {
-                println!("kubelet CPU per scrape of {path} at 110 pods (50 back to back): {ms:.2} ms");
+                println!(
+                    "kubelet CPU per scrape of {path} at 110 pods (50 back to back): {ms:.2} ms"
+                );
             }
             // What bounds the two stats scrapes: the runtime's own stats calls, timed directly.
             let (mut sandboxes, mut containers) = (Vec::new(), Vec::new());
