@@ -52,6 +52,17 @@ pub struct PodActions {
     pub containers_to_kill: Vec<KillAction>,
 }
 
+impl PodActions {
+    /// Whether the plan changes nothing in the runtime.
+    pub fn changes_nothing(&self) -> bool {
+        !self.kill_pod
+            && !self.create_sandbox
+            && self.init_containers_to_start.is_empty()
+            && self.containers_to_start.is_empty()
+            && self.containers_to_kill.is_empty()
+    }
+}
+
 fn restart_policy(pod: &Pod) -> &str {
     pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always")
 }

@@ -282,6 +282,7 @@ impl RuntimeManager {
     /// no source knows: with no `grace` given, each container gets the grace period recorded on
     /// it at creation. With the pod, each stop is recorded as upstream's `Killing` event.
     pub async fn kill_pod(&self, uid: &str, opts: &KillOptions<'_>) -> Result<(), RuntimeError> {
+        self.forget_status(uid);
         let status = self.pod_status(uid).await?;
         if let Some(pod) = opts.pod {
             for c in status.running() {
@@ -362,6 +363,7 @@ impl RuntimeManager {
     /// Removes everything of a terminated pod: containers, sandboxes, logs, its directory and
     /// its cgroup. Upstream leaves this to garbage collection a minute later; we do it at once.
     pub async fn remove_pod(&self, uid: &str) -> Result<(), RuntimeError> {
+        self.forget_status(uid);
         let status = self.pod_status(uid).await?;
         for c in &status.containers {
             self.cri
@@ -388,11 +390,7 @@ impl RuntimeManager {
     /// dead container per name; each with its log files, rotated ones included (upstream's
     /// `removeContainerLog`).
     async fn prune_dead_containers(&self, status: &PodRuntimeStatus) {
-        let mut seen = std::collections::HashSet::new();
-        for c in status.containers.iter().filter(|c| c.state == ContainerState::Exited) {
-            if seen.insert(c.name.as_str()) {
-                continue;
-            }
+        for c in prunable(status) {
             if let Err(e) = remove_container_and_logs(&self.cri, &c.id, &c.log_path).await {
                 tracing::debug!(container = %c.id, error = %e, "removing an old dead container");
             }
@@ -407,6 +405,21 @@ impl RuntimeManager {
             .gc(std::time::SystemTime::now());
         self.images.gc();
     }
+}
+
+/// The exited containers of `status` but the newest of each name (it lists newest first).
+fn prunable(status: &PodRuntimeStatus) -> impl Iterator<Item = &ContainerInfo> {
+    let mut seen = std::collections::HashSet::new();
+    status
+        .containers
+        .iter()
+        .filter(|c| c.state == ContainerState::Exited)
+        .filter(move |c| !seen.insert(c.name.as_str()))
+}
+
+/// Whether a sync would remove dead containers of the pod.
+pub fn has_dead_containers_to_prune(status: &PodRuntimeStatus) -> bool {
+    prunable(status).next().is_some()
 }
 
 /// Removes a container and then its log files, rotated ones included (upstream's
@@ -433,3 +446,6 @@ fn remove_dir_logged(dir: &std::path::Path) {
         Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "removing a pod directory"),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -103,6 +103,11 @@ impl RuntimeManager {
         let uid = uid(pod);
         let status = self.pod_status_for_sync(uid).await?;
         let actions = compute_pod_actions(pod, &status, probes);
+        // What this sync changes, the PLEG may relist before it happens and see nothing of:
+        // the next sync reads afresh.
+        if !actions.changes_nothing() || super::has_dead_containers_to_prune(&status) {
+            self.forget_status(uid);
+        }
         if actions.create_sandbox
             || !actions.init_containers_to_start.is_empty()
             || !actions.containers_to_start.is_empty()
