@@ -332,26 +332,35 @@ async fn kubelet_part(
                     "kubelet CPU per scrape of {path} at 110 pods (50 back to back): {ms:.2} ms"
                 );
             }
-            // What bounds the two stats scrapes: the runtime's own stats calls, timed directly.
-            let (mut sandboxes, mut containers) = (Vec::new(), Vec::new());
-            for _ in 0..4 {
-                let t = Instant::now();
-                client
-                    .list_pod_sandbox_stats(cri::ListPodSandboxStatsRequest { filter: None })
-                    .await?;
-                sandboxes.push(t.elapsed().as_secs_f64() * 1000.0);
-                let t = Instant::now();
-                client
-                    .list_container_stats(cri::ListContainerStatsRequest { filter: None })
-                    .await?;
-                containers.push(t.elapsed().as_secs_f64() * 1000.0);
-            }
-            summary("CRI ListPodSandboxStats at 110 pods (direct)", sandboxes);
-            summary("CRI ListContainerStats at 110 pods (direct)", containers);
             println!(
                 "scraped every 15 s with 110 pods: RSS {rss:6.1} MiB   CPU {cpu:6.3} s/min ({:.3} % of a core)",
                 cpu / 60.0 * 100.0
             );
+            // Nothing was restarted or replaced while it was measured.
+            let listed =
+                client.list_pod_sandbox(cri::ListPodSandboxRequest { filter: None }).await?;
+            let ready = cri::PodSandboxState::SandboxReady as i32;
+            let not_ready = listed.items.iter().filter(|s| s.state != ready).count();
+            println!("sandboxes after the windows: {} ({not_ready} not ready)", listed.items.len());
+            // What bounds the two stats scrapes: the runtime's own stats calls, timed directly
+            // (informative: containerd 1.6 fails the first when any sandbox is not ready).
+            let (mut sandboxes, mut containers) = (Vec::new(), Vec::new());
+            for _ in 0..4 {
+                let t = Instant::now();
+                let r = cri::ListPodSandboxStatsRequest { filter: None };
+                match client.list_pod_sandbox_stats(r).await {
+                    Ok(_) => sandboxes.push(t.elapsed().as_secs_f64() * 1000.0),
+                    Err(e) => println!("CRI ListPodSandboxStats failed: {e}"),
+                }
+                let t = Instant::now();
+                let r = cri::ListContainerStatsRequest { filter: None };
+                match client.list_container_stats(r).await {
+                    Ok(_) => containers.push(t.elapsed().as_secs_f64() * 1000.0),
+                    Err(e) => println!("CRI ListContainerStats failed: {e}"),
+                }
+            }
+            summary("CRI ListPodSandboxStats at 110 pods (direct)", sandboxes);
+            summary("CRI ListContainerStats at 110 pods (direct)", containers);
         }
         for n in &names {
             std::fs::remove_file(kubelet.manifests().join(format!("{n}.yaml")))?;
