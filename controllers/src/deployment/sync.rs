@@ -354,7 +354,12 @@ impl<C: Client<Deployment> + Client<ReplicaSet>> DeploymentController<C> {
                 });
                 match found {
                     Some(f) if ours => (f, true),
-                    _ => {
+                    // Made by an earlier sync and not seen yet (upstream's lister `Get` fails
+                    // the same way): retried once the cache has it, never a collision — a
+                    // collision's new hash would make a second new ReplicaSet and surge past
+                    // maxSurge.
+                    None => return Err(e.into()),
+                    Some(_) => {
                         let st = d.status.get_or_insert_default();
                         st.collision_count = Some(st.collision_count.unwrap_or(0) + 1);
                         tracing::info!(deployment = %Key::of(d), "hash collision; bumping collisionCount");

@@ -331,6 +331,27 @@ async fn a_rolling_update_stays_within_max_surge_and_max_unavailable_at_every_st
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_new_replica_set_its_cache_has_not_seen_yet_is_no_hash_collision() {
+    let mut c = Cluster::new();
+    c.api.put(&deployment(4, rolling(1, 1)));
+    c.settle(6).await;
+    c.set_image("busybox:2");
+    c.deliver();
+    // The first sync makes the new ReplicaSet; a second runs before its cache has seen it.
+    let _ = c.dc.sync(&Key::new("ns", "web")).await;
+    c.api.deliver(&c.deployments);
+    let second = c.dc.sync(&Key::new("ns", "web")).await;
+    assert!(second.is_err(), "retried once the cache has it");
+    let d = c.deployment();
+    assert_eq!(d.status.and_then(|s| s.collision_count), None, "no collision counted");
+    assert_eq!(c.replica_sets().len(), 2, "{:?}", c.summary());
+    let total: i32 = c.replica_sets().iter().map(util::replicas).sum();
+    assert!(total <= 5, "within replicas + maxSurge: {:?}", c.summary());
+    c.settle(20).await;
+    assert_eq!(c.summary(), [("busybox:1".into(), 0, 1), ("busybox:2".into(), 4, 2)]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn recreate_removes_every_old_pod_before_starting_new_ones() {
     let mut c = Cluster::new();
     c.api.put(&deployment(3, recreate()));
