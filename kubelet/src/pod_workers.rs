@@ -571,7 +571,6 @@ async fn remove(ctx: &WorkerContext, uid: &str) {
     ctx.queue.forget(uid);
     ctx.metrics.pod_starts.forget(uid);
     ctx.reasons.forget(uid);
-    ctx.runtime.forget_status(uid);
     let stopped = KillOptions { pod: None, grace: None, hooks: false };
     retrying(uid, "removing the pod", || async {
         ctx.runtime.kill_pod(uid, &stopped).await?;

@@ -1,6 +1,7 @@
 //! What the kubelet's tests against the fake runtime share: pods and containers made over CRI
 //! as the kubelet makes them (a sandbox per pod in `default`, its logs under a directory, each
-//! container's log at `<name>/0.log`), and the node's files under a temp root ([`put`]).
+//! container's log at `<name>/0.log`), the node's files under a temp root ([`put`]), and a
+//! container manager with nothing reserved ([`container_manager`]).
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -33,6 +34,30 @@ pub fn resources_spec(
         }],
         ..Default::default()
     }
+}
+
+/// A container manager over the cgroupfs at `root` with `config`, nothing reserved.
+pub fn container_manager(
+    root: &Path,
+    config: crate::cm::node_config::NodeConfig,
+) -> crate::cm::ContainerManager {
+    use crate::cm::allocatable::{Capacity, NodeAllocatable, Reserved};
+    let node = crate::cm::manager::NodeResources {
+        capacity: Capacity(std::collections::BTreeMap::new()),
+        allocatable: NodeAllocatable {
+            system: Reserved::default(),
+            kube: Reserved::default(),
+            hard: crate::eviction::Thresholds::none(),
+        },
+    };
+    let fs = std::sync::Arc::new(crate::cm::CgroupFs::new(root.to_path_buf()));
+    crate::cm::ContainerManager::new(
+        fs,
+        config,
+        node,
+        crate::events::Recorder::default(),
+        "n1".into(),
+    )
 }
 
 /// Writes `text` at `path` under `root`, making the directories (`proc/meminfo`, …).

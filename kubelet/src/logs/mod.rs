@@ -205,7 +205,10 @@ impl ContainerLogManager {
                 .collect::<Vec<_>>()
         })
         .await
-        .unwrap_or_default();
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "measuring the containers' logs");
+            Vec::new()
+        });
         let workers = usize::try_from(self.policy.max_workers.max(1)).unwrap_or(1);
         Ok(futures::stream::iter(measured)
             .map(|(id, measured)| async move {

@@ -418,7 +418,7 @@ fn prunable(status: &PodRuntimeStatus) -> impl Iterator<Item = &ContainerInfo> {
 }
 
 /// Whether a sync would remove dead containers of the pod.
-pub fn has_dead_containers_to_prune(status: &PodRuntimeStatus) -> bool {
+fn has_dead_containers_to_prune(status: &PodRuntimeStatus) -> bool {
     prunable(status).next().is_some()
 }
 

@@ -1,16 +1,12 @@
 //! `sync_pod` against the fake runtime, for what a sync reads: the status kept between syncs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use fake_cri::{FakeCriServer, Rpc};
 use proto::ClientOptions;
 
 use super::*;
-use crate::cm::CgroupFs;
-use crate::cm::allocatable::{Capacity, NodeAllocatable, Reserved};
-use crate::cm::manager::NodeResources;
 use crate::cm::node_config::NodeConfig;
-use crate::eviction::Thresholds;
 use crate::fieldpath::Allocatable;
 use crate::objects::ObjectSources;
 use crate::prober::results::ProbeResults;
@@ -30,16 +26,7 @@ impl Rig {
         let cri = CriClient::connect(fake.endpoint(), ClientOptions::default()).await.unwrap();
         let mut node = NodeConfig::default();
         node.layout.per_qos = false;
-        let resources = NodeResources {
-            capacity: Capacity(BTreeMap::new()),
-            allocatable: NodeAllocatable {
-                system: Reserved::default(),
-                kube: Reserved::default(),
-                hard: Thresholds::none(),
-            },
-        };
-        let fs = Arc::new(CgroupFs::new(dir.path().join("cgroup")));
-        let cm = ContainerManager::new(fs, node, resources, Recorder::default(), "n1".into());
+        let cm = crate::test_cri::container_manager(&dir.path().join("cgroup"), node);
         let volumes = VolumeManager {
             root_dir: dir.path().join("root"),
             mounter: Arc::new(crate::volume::mount::fake::FakeMounter::default()),

@@ -117,31 +117,9 @@ fn pod_stats(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-    use std::sync::Arc;
-
     use super::*;
-    use crate::cm::CgroupFs;
-    use crate::cm::allocatable::{Capacity, NodeAllocatable, Reserved};
-    use crate::cm::manager::NodeResources;
     use crate::cm::node_config::NodeConfig;
-    use crate::events::Recorder;
-    use crate::eviction::Thresholds;
-    use crate::test_cri::put;
-
-    /// A container manager over the cgroupfs at `root`, with nothing reserved.
-    fn manager(root: &std::path::Path, config: NodeConfig) -> ContainerManager {
-        let node = NodeResources {
-            capacity: Capacity(BTreeMap::new()),
-            allocatable: NodeAllocatable {
-                system: Reserved::default(),
-                kube: Reserved::default(),
-                hard: Thresholds::none(),
-            },
-        };
-        let fs = Arc::new(CgroupFs::new(root.to_path_buf()));
-        ContainerManager::new(fs, config, node, Recorder::default(), "n1".into())
-    }
+    use crate::test_cri::{container_manager as manager, put};
 
     /// A running container of `sandbox`.
     fn running(id: &str, sandbox: &str) -> cri::Container {
