@@ -396,7 +396,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     };
     tasks.spawn(relist.run(child.clone()));
     tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, timeline, child.clone()));
-    tasks.spawn(trim_periodically(child.clone()));
+    tasks.spawn(crate::heap::trim_periodically(child.clone()));
     let log_manager =
         crate::logs::ContainerLogManager::new(cri.clone(), config.container_log.clone());
     tasks.spawn(log_manager.run(child.clone()));
@@ -607,30 +607,6 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
     }
     tracing::info!("kubelet stopped; pods keep running");
     Ok(())
-}
-
-/// How often freed heap memory is handed back to the kernel.
-const TRIM_PERIOD: Duration = Duration::from_secs(30);
-
-/// glibc keeps memory freed after a burst (many pods started at once) in its arenas; handing
-/// it back keeps the idle RSS at what the kubelet actually holds.
-#[allow(unsafe_code)]
-fn trim_heap() {
-    // SAFETY: malloc_trim only walks the allocator's own free lists and returns unused pages;
-    // it takes no pointers from us and may be called from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-async fn trim_periodically(stop: CancellationToken) {
-    let mut ticker = tokio::time::interval(TRIM_PERIOD);
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            _ = ticker.tick() => trim_heap(),
-        }
-    }
 }
 
 /// Tells systemd (`Type=notify`) how the kubelet is, when run as such a unit.

@@ -37,6 +37,7 @@
 //! - [`nodeshutdown`]: graceful node shutdown: logind's delay lock, pods stopped by priority
 //!   group within `shutdownGracePeriod`.
 //! - [`events`]: the local event list.
+//! - [`heap`]: glibc's allocator tuned at start and trimmed every 30 s.
 //! - [`watchdog`]: systemd notifications (`READY=1`, `STOPPING=1`, `STATUS=`) and the
 //!   watchdog pings, sent only while the sync loop goes round.
 //! - [`kubelet`]: wiring and the stop path.
@@ -48,6 +49,7 @@ pub mod credentialprovider;
 pub mod events;
 pub mod eviction;
 pub mod fieldpath;
+pub mod heap;
 pub mod kubelet;
 pub mod lifecycle;
 pub mod logs;

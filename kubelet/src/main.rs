@@ -170,8 +170,12 @@ fn colon_pairs(flag: &str) -> Result<ColonPairs, String> {
         .map(ColonPairs)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    kubelet::heap::tune();
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     args.log.init();
 

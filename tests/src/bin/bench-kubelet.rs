@@ -307,7 +307,13 @@ async fn kubelet_part(
     }
 
     println!("== kubelet idle cost ({window:?} windows)");
-    for count in [0usize, 30, 110] {
+    // `--idle-pods 110` measures one count alone (a long window to look at one kubelet).
+    let args: Vec<String> = std::env::args().collect();
+    let counts = match e2e::measure::flag(&args, "--idle-pods", 0usize) {
+        0 => vec![0usize, 30, 110],
+        n => vec![n],
+    };
+    for count in counts {
         let names: Vec<String> = (0..count).map(|i| format!("idle-{i}")).collect();
         for n in &names {
             kubelet.write_manifest(&format!("{n}.yaml"), &manifest(n))?;
