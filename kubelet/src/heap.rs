@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-/// Arenas: one is enough for the kubelet's few threads; two leave the scrape readers theirs.
+/// Arenas the kubelet's threads share (glibc's default is eight per CPU).
 const ARENA_MAX: i32 = 2;
 /// Blocks of this size and more are mapped for themselves.
 const MMAP_THRESHOLD: i32 = 16 * 1024;

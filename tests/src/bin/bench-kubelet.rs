@@ -168,7 +168,12 @@ async fn main() -> anyhow::Result<()> {
     let arg = |name: &str, default: u64| -> u64 { e2e::measure::flag(&args, name, default) };
     let (runs, bursts, window) =
         (arg("--runs", 20), arg("--bursts", 5), Duration::from_secs(arg("--idle-seconds", 60)));
-    let skip_floor = std::env::args().any(|a| a == "--idle-only");
+    let idle_only = args.iter().any(|a| a == "--idle-only");
+    // `--idle-pods 110` measures one count alone (a long window to look at one kubelet).
+    let counts = match e2e::measure::flag(&args, "--idle-pods", 0usize) {
+        0 => vec![0usize, 30, 110],
+        n => vec![n],
+    };
     let containerd = Containerd::start(Default::default()).await?;
     containerd.import_test_images()?;
     let client = containerd.client().await?;
@@ -176,13 +181,15 @@ async fn main() -> anyhow::Result<()> {
     let target =
         Target { client: &client, cgroup_parent: containerd.cgroup_parent(), log_root: &log_root };
 
-    if !skip_floor {
+    if !idle_only {
         floor(&client, &target, &containerd, runs, bursts).await?;
     }
-    if std::env::args().any(|a| a == "--floor-only") {
+    if args.iter().any(|a| a == "--floor-only") {
         return Ok(());
     }
-    kubelet_part(&client, &containerd, runs, bursts, window).await?;
+    // `--idle-only`: no start latencies, so no runs and no bursts.
+    let (runs, bursts) = if idle_only { (0, 0) } else { (runs, bursts) };
+    kubelet_part(&client, &containerd, runs, bursts, window, &counts).await?;
     let report = containerd.stop().await;
     anyhow::ensure!(report.is_clean(), "teardown left {report:#?}");
     Ok(())
@@ -254,14 +261,14 @@ async fn kubelet_part(
     runs: u64,
     bursts: u64,
     window: Duration,
+    counts: &[usize],
 ) -> anyhow::Result<()> {
     let client = client.clone();
     println!("== kubelet (manifest renamed into place -> container startedAt)");
     let kubelet = Kubelet::start(containerd)?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let idle_only = std::env::args().any(|a| a == "--idle-only");
     let mut one = Vec::new();
-    for r in 0..if idle_only { 0 } else { runs } {
+    for r in 0..runs {
         let name = format!("one-{r}");
         let t0 = ns(SystemTime::now());
         let file = kubelet.write_manifest(&format!("{name}.yaml"), &manifest(&name))?;
@@ -276,7 +283,7 @@ async fn kubelet_part(
     }
     let (mut all, mut first, mut cpu, mut kcpu) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let kpid = kubelet.pid_u32().context("kubelet pid")?;
-    for b in 0..if idle_only { 0 } else { bursts } {
+    for b in 0..bursts {
         let names: Vec<String> = (0..30).map(|i| format!("burst{b}-{i}")).collect();
         let (cpu0, k0) =
             (runtime_cpu(containerd.dir()) - usage(kpid)?.cpu_seconds, usage(kpid)?.cpu_seconds);
@@ -307,13 +314,7 @@ async fn kubelet_part(
     }
 
     println!("== kubelet idle cost ({window:?} windows)");
-    // `--idle-pods 110` measures one count alone (a long window to look at one kubelet).
-    let args: Vec<String> = std::env::args().collect();
-    let counts = match e2e::measure::flag(&args, "--idle-pods", 0usize) {
-        0 => vec![0usize, 30, 110],
-        n => vec![n],
-    };
-    for count in counts {
+    for &count in counts {
         let names: Vec<String> = (0..count).map(|i| format!("idle-{i}")).collect();
         for n in &names {
             kubelet.write_manifest(&format!("{n}.yaml"), &manifest(n))?;
