@@ -395,7 +395,7 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
         timeline: timeline.clone(),
     };
     tasks.spawn(relist.run(child.clone()));
-    tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, timeline, child.clone()));
+    tasks.spawn(pleg::run_evented(cri.clone(), pleg_tx, timeline.clone(), child.clone()));
     tasks.spawn(crate::heap::trim_periodically(child.clone()));
     let log_manager =
         crate::logs::ContainerLogManager::new(cri.clone(), config.container_log.clone());
@@ -418,7 +418,8 @@ pub async fn run(config: KubeletConfig, stop: CancellationToken) -> Result<(), K
             readings.clone(),
             config.pod_logs_dir.clone(),
         )
-        .with_cgroups(runtime.cm.clone(), tasks.clone()),
+        .with_cgroups(runtime.cm.clone(), tasks.clone())
+        .with_housekeeping(timeline, config.pleg_relist_period),
     );
     let state = ServerState {
         statuses: statuses.clone(),

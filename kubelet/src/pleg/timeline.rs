@@ -25,6 +25,9 @@ struct Inner {
     relist_began: Option<Instant>,
     /// When the relist or event that last saw each pod change ended.
     changed: HashMap<String, Instant>,
+    /// When the relist or event that last saw any pod change ended (pods forgotten since
+    /// included).
+    last_change: Option<Instant>,
 }
 
 impl PodTimeline {
@@ -44,6 +47,9 @@ impl PodTimeline {
         let mut inner = self.lock();
         let changed: BTreeSet<&str> = changed.into_iter().collect();
         inner.changed.retain(|uid, _| live.contains(uid) || changed.contains(uid.as_str()));
+        if !changed.is_empty() {
+            inner.last_change = inner.last_change.max(Some(ended));
+        }
         for uid in changed {
             inner.changed.insert(uid.to_string(), ended);
         }
@@ -52,7 +58,21 @@ impl PodTimeline {
 
     /// A runtime event about `uid` arrived at `at`.
     pub fn changed(&self, uid: &str, at: Instant) {
-        self.lock().changed.insert(uid.to_string(), at);
+        let mut inner = self.lock();
+        inner.changed.insert(uid.to_string(), at);
+        inner.last_change = inner.last_change.max(Some(at));
+    }
+
+    /// Whether the PLEG, relisting every `period` and current at `now`, has seen no pod change
+    /// from `read` on: what lets a reading of every pod's figures taken at `read` stand for the
+    /// pods the runtime holds ([`crate::stats::housekeeping`]). Weaker than
+    /// [`Self::unchanged_since`]: a change after `read` that no relist has seen yet is missed,
+    /// until one does (within a period).
+    pub fn quiet_since(&self, read: Instant, now: Instant, period: Duration) -> bool {
+        let inner = self.lock();
+        let Some(began) = inner.relist_began else { return false };
+        let current = now.saturating_duration_since(began) <= period * 3;
+        current && inner.last_change.is_none_or(|at| at < read)
     }
 
     /// Whether a status of `uid` read from `read` on still holds at `now`, relists being due
@@ -116,6 +136,26 @@ mod tests {
         // So is an event's, by the time it arrived.
         timeline.changed("a", t0 + s(20));
         assert!(!timeline.unchanged_since("a", t0 + s(7), t0 + s(21), PERIOD));
+    }
+
+    #[test]
+    fn a_reading_stands_while_no_pod_changed_since_and_the_pleg_is_current() {
+        let t0 = Instant::now();
+        let timeline = PodTimeline::default();
+        let live = BTreeSet::from(["a".to_string()]);
+        assert!(!timeline.quiet_since(t0, t0, PERIOD), "never relisted");
+        timeline.relisted(t0, t0 + s(1), ["a"], &live);
+        let read = t0 + s(2);
+        assert!(timeline.quiet_since(read, t0 + s(3), PERIOD), "the change ended before");
+        assert!(!timeline.quiet_since(t0 + s(1), t0 + s(3), PERIOD), "it ended as it began");
+        assert!(!timeline.quiet_since(read, t0 + s(40), PERIOD), "the PLEG stalled");
+        // A removed pod is forgotten, but its change still voids a reading taken before.
+        timeline.relisted(t0 + s(10), t0 + s(11), ["a"], &BTreeSet::new());
+        timeline.relisted(t0 + s(20), t0 + s(21), [], &BTreeSet::new());
+        assert!(!timeline.quiet_since(read, t0 + s(22), PERIOD));
+        assert!(timeline.quiet_since(t0 + s(12), t0 + s(22), PERIOD));
+        timeline.changed("b", t0 + s(23));
+        assert!(!timeline.quiet_since(t0 + s(12), t0 + s(24), PERIOD), "an event");
     }
 
     #[test]

@@ -3,10 +3,9 @@
 //! `ListPodSandboxStats` takes 1.5 s at 110 pods, these reads a few milliseconds
 //! (BENCHMARKS.md). The figures are put in CRI's `PodSandboxStats` form, so the summary is made
 //! from them as from the runtime's. A container's cgroup is its pod's cgroup and its ID (the
-//! cgroupfs driver), or the runtime's `<prefix>-<id>.scope` in the pod's slice (systemd); the writable layers, which only the runtime knows, come from
-//! `ListContainerStats` when the full summary is asked for.
-
-use std::collections::HashMap;
+//! cgroupfs driver), or the runtime's `<prefix>-<id>.scope` in the pod's slice (systemd). The
+//! writable layers, which only the runtime knows, are added from `ListContainerStats`
+//! ([`super::layers`]) when the full summary is asked for.
 
 use proto::cri;
 
@@ -44,19 +43,18 @@ pub fn readers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
-/// Each listed pod whose cgroup is there, with its running containers; `layers`: the writable
-/// layers by container ID, where the runtime was asked. The pods are read by `threads` threads.
+/// Each listed pod whose cgroup is there, with its running containers. The pods are read by
+/// `threads` threads.
 pub fn sandbox_stats(
     listing: &Listing,
     cm: &ContainerManager,
-    layers: &HashMap<String, cri::FilesystemUsage>,
     at: i64,
     threads: usize,
 ) -> Vec<cri::PodSandboxStats> {
     let sandboxes: Vec<&cri::PodSandbox> = listing.sandboxes().collect();
     let chunk = sandboxes.len().div_ceil(threads.max(1)).max(1);
     let read = |part: &[&cri::PodSandbox]| -> Vec<cri::PodSandboxStats> {
-        part.iter().filter_map(|s| pod_stats(s, listing, cm, layers, at)).collect()
+        part.iter().filter_map(|s| pod_stats(s, listing, cm, at)).collect()
     };
     if sandboxes.len() <= chunk {
         return read(&sandboxes);
@@ -76,7 +74,6 @@ fn pod_stats(
     sandbox: &cri::PodSandbox,
     listing: &Listing,
     cm: &ContainerManager,
-    layers: &HashMap<String, cri::FilesystemUsage>,
     at: i64,
 ) -> Option<cri::PodSandboxStats> {
     let uid = sandbox.metadata.as_ref().map(|m| m.uid.as_str()).unwrap_or_default();
@@ -94,7 +91,7 @@ fn pod_stats(
                 }),
                 cpu: cpu(&usage, at),
                 memory: Some(memory(&usage, at)),
-                writable_layer: layers.get(&c.id).cloned(),
+                writable_layer: None,
                 swap: None,
             }
         })
@@ -159,14 +156,9 @@ mod tests {
         let container = running("c1", "s1");
         // s2's pod has no cgroup (a pod the kubelet did not make): left out.
         let listing = Listing::new(vec![sandbox("s1", "u1"), sandbox("s2", "u2")], vec![container]);
-        let layer = cri::FilesystemUsage {
-            used_bytes: Some(cri::UInt64Value { value: 42 }),
-            ..Default::default()
-        };
-        let layers = HashMap::from([("c1".to_string(), layer)]);
-        let stats = sandbox_stats(&listing, &cm, &layers, 7, 1);
+        let stats = sandbox_stats(&listing, &cm, 7, 1);
         assert_eq!(stats.len(), 1);
-        assert_eq!(sandbox_stats(&listing, &cm, &layers, 7, 2), stats, "read by two threads");
+        assert_eq!(sandbox_stats(&listing, &cm, 7, 2), stats, "read by two threads");
         let linux = stats[0].linux.as_ref().unwrap();
         let n = |v: &Option<cri::UInt64Value>| v.as_ref().map(|v| v.value);
         assert_eq!(n(&linux.cpu.as_ref().unwrap().usage_core_nano_seconds), Some(2000));
@@ -176,11 +168,7 @@ mod tests {
         let c = &linux.containers[0];
         assert_eq!(n(&c.cpu.as_ref().unwrap().usage_core_nano_seconds), Some(1500));
         assert_eq!(n(&c.memory.as_ref().unwrap().working_set_bytes), Some(600));
-        assert_eq!(
-            n(&c.writable_layer.as_ref().unwrap().used_bytes),
-            Some(42),
-            "the runtime's layer"
-        );
+        assert_eq!(c.writable_layer, None, "the runtime's, added to the summary");
     }
 
     #[test]
@@ -202,7 +190,7 @@ mod tests {
         };
         let container = running("c1", "s1");
         let listing = Listing::new(vec![sandbox], vec![container]);
-        let stats = sandbox_stats(&listing, &cm, &HashMap::new(), 7, 2);
+        let stats = sandbox_stats(&listing, &cm, 7, 2);
         let linux = stats[0].linux.as_ref().unwrap();
         let cpu = |u: &Option<cri::CpuUsage>| {
             u.as_ref().and_then(|c| c.usage_core_nano_seconds.as_ref()).map(|v| v.value)

@@ -2,10 +2,10 @@
 //! provider keeps it: the previous sample of each container (and pod, and the node) in a small
 //! bounded cache, the rate over the window between two samples.
 //!
-//! Every summary updates the cache (upstream leaves that to the eviction manager's 10 s loop,
-//! which this kubelet does not have yet); a sample less than [`MIN_WINDOW`] after the cached one
-//! answers the cached rate instead, so two scrapes in quick succession do not measure a
-//! window too short to mean anything.
+//! Every summary observes the samples of the reading it is made of; a sample less than
+//! [`MIN_WINDOW_NS`] after the cached one (the same one, where a kept reading answers again,
+//! [`super::housekeeping`]) answers the cached rate instead, so two scrapes in quick succession
+//! do not measure a window too short to mean anything.
 
 use std::collections::{HashMap, HashSet};
 

@@ -85,6 +85,9 @@ pub struct Disks {
     /// The kubelet's root directory's (`nodefs`), which upstream gives the logs.
     pub nodefs: Option<FsReading>,
     pub pod_logs_dir: std::path::PathBuf,
+    /// The writable layers by container ID, where the stats themselves have none (those read
+    /// from cgroups).
+    pub layers: std::sync::Arc<super::layers::Layers>,
 }
 
 fn value(v: Option<&cri::UInt64Value>) -> Option<u64> {
@@ -163,7 +166,9 @@ fn container(
     let (rootfs, logs) = match ctx.disks.as_mut() {
         None => (None, None),
         Some(disks) => {
-            let layer = s.writable_layer.as_ref().map(|l| rootfs(l, disks, now));
+            let layers = disks.layers.clone();
+            let layer = s.writable_layer.as_ref().or_else(|| layers.get(&c.id));
+            let layer = layer.map(|l| rootfs(l, disks, now));
             let dir = logs::container_dir(&disks.pod_logs_dir, pod, &name);
             let logs = logs::usage(&dir).map(|(used, inodes_used)| {
                 let mut fs = disks.nodefs.map_or_else(FsStats::default, |r| node::fs(now, &r));

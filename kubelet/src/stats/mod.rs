@@ -9,6 +9,8 @@
 //!   runtime that does not implement it) over the runtime's pods and running containers.
 //! - [`cgroup`]: pods' and containers' CPU, memory and processes read from their cgroups where
 //!   the kubelet makes them (as cAdvisor does for upstream), in CRI's form;
+//! - [`housekeeping`]: the last reading of the pods' figures, answering the summaries asked
+//!   within 10 s while the PLEG sees no pod change (cAdvisor's housekeeping interval).
 //! - [`layers`]: the containers' writable layers from the runtime, recent ones for the summary
 //!   API and fresh ones for the eviction manager.
 //! - [`cpu`]: `usageNanoCores` from two samples, for what the runtime does not rate itself.
@@ -20,6 +22,7 @@
 pub mod cgroup;
 pub mod cpu;
 pub mod cri;
+pub mod housekeeping;
 pub mod layers;
 pub mod logs;
 pub mod node;
@@ -28,12 +31,15 @@ pub mod summary;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use proto::{CallError, CriClient, cri as api};
 use tokio_util::task::TaskTracker;
 
 use crate::node_status::machine::ReadingSource;
+use crate::pleg::timeline::PodTimeline;
 use cpu::{CpuUsageCache, Sample};
+use housekeeping::{Housekeeping, PodFigures, Reading};
 use summary::{FsStats, NodeStats, RuntimeStats, Summary, Time};
 
 use crate::cm::ContainerManager;
@@ -76,6 +82,8 @@ pub struct StatsProvider {
     /// Pod cgroups, read for pods' and containers' CPU, memory and processes where the kubelet
     /// makes them (`cgroupsPerQOS`), and the runtime's writable-layer figures beside them.
     cgroups: Option<(Arc<ContainerManager>, WritableLayers)>,
+    /// The last reading of the pods' figures, kept for the next summaries.
+    housekeeping: Option<Housekeeping>,
 }
 
 impl StatsProvider {
@@ -94,6 +102,7 @@ impl StatsProvider {
             boot_time,
             cpu: Mutex::default(),
             cgroups: None,
+            housekeeping: None,
         }
     }
 
@@ -106,23 +115,32 @@ impl StatsProvider {
         self
     }
 
+    /// Keeps each reading of the pods' figures for the summaries asked within
+    /// [`housekeeping::INTERVAL`] while the PLEG (updating `timeline` every `relist_period`)
+    /// sees no pod change.
+    pub fn with_housekeeping(
+        mut self,
+        timeline: Arc<PodTimeline>,
+        relist_period: Duration,
+    ) -> Self {
+        self.housekeeping = Some(Housekeeping::new(timeline, relist_period));
+        self
+    }
+
     /// The summary, with what `detail` asks for.
     pub async fn summary(&self, detail: Detail) -> Result<Summary, StatsError> {
         let cpu_and_memory_only = detail == Detail::CpuAndMemory;
-        let none = || api::ListPodSandboxRequest { filter: None };
-        let (sandboxes, containers) = tokio::try_join!(
-            self.cri.list_pod_sandbox(none()),
-            self.cri.list_containers(api::ListContainersRequest { filter: None }),
-        )
-        .map_err(StatsError::List)?;
-        let listing = Arc::new(cri::Listing::new(sandboxes.items, containers.containers));
-        let now = Time::now();
-        let pod_stats = match &self.cgroups {
-            Some((cm, layers)) => Ok(cgroup_stats(cm, layers, &listing, detail, now).await?),
-            None => self.runtime_stats().await?,
+        let layers = match (&self.cgroups, detail) {
+            (Some((_, layers)), Detail::Full(want)) => {
+                Some(layers.get(want).await.map_err(StatsError::PodStats)?)
+            }
+            _ => None,
         };
+        let reading = self.reading(detail == Detail::Full(Want::Now)).await?;
+        let listing: &cri::Listing = &reading.listing;
         let image_fs = if cpu_and_memory_only { None } else { Some(self.image_fs().await?) };
 
+        let now = Time::now();
         let sample = self.readings.sample();
         let usage = node::root_usage(&self.readings.root, &sample);
         let disks = (!cpu_and_memory_only).then(|| {
@@ -134,6 +152,7 @@ impl StatsProvider {
                 by_mountpoint,
                 nodefs: sample.nodefs,
                 pod_logs_dir: self.pod_logs_dir.clone(),
+                layers: layers.unwrap_or_default(),
             }
         });
         let mut cache = self.cpu.lock().unwrap_or_else(PoisonError::into_inner);
@@ -141,9 +160,9 @@ impl StatsProvider {
             .cpu_core_nanos
             .and_then(|t| cache.observe(cpu::NODE, Sample { at: now.0, core_nanos: t }));
         let mut ctx = cri::Context { now, cpu: &mut cache, disks };
-        let pods = match &pod_stats {
-            Ok(stats) => cri::from_sandbox_stats(stats, &listing, &mut ctx),
-            Err(stats) => cri::from_container_stats(stats, &listing, &mut ctx),
+        let pods = match &reading.figures {
+            PodFigures::Sandboxes(stats) => cri::from_sandbox_stats(stats, listing, &mut ctx),
+            PodFigures::Containers(stats) => cri::from_container_stats(stats, listing, &mut ctx),
         };
         let mut disks = ctx.disks;
         cache.retain(&listing.ids());
@@ -176,23 +195,47 @@ impl StatsProvider {
         Ok(Summary { node, pods })
     }
 
+    /// The pods' figures: the kept reading while it stands, unless `fresh` is asked for; else
+    /// read now (and kept).
+    async fn reading(&self, fresh: bool) -> Result<Arc<Reading>, StatsError> {
+        let kept = self.housekeeping.as_ref().filter(|_| !fresh);
+        if let Some(kept) = kept.and_then(|h| h.recent(Instant::now())) {
+            return Ok(kept);
+        }
+        let began = Instant::now();
+        let none = || api::ListPodSandboxRequest { filter: None };
+        let (sandboxes, containers) = tokio::try_join!(
+            self.cri.list_pod_sandbox(none()),
+            self.cri.list_containers(api::ListContainersRequest { filter: None }),
+        )
+        .map_err(StatsError::List)?;
+        let listing = Arc::new(cri::Listing::new(sandboxes.items, containers.containers));
+        let figures = match &self.cgroups {
+            Some((cm, _)) => PodFigures::Sandboxes(cgroup_stats(cm, &listing, Time::now()).await?),
+            None => self.runtime_stats().await?,
+        };
+        let reading = Arc::new(Reading { began, listing, figures });
+        if let Some(h) = &self.housekeeping {
+            h.keep(reading.clone());
+        }
+        Ok(reading)
+    }
+
     /// The pods' usage as the runtime reports it: `ListPodSandboxStats`, or summed from
-    /// `ListContainerStats` (`Err`) where the runtime lacks or fails the first.
-    async fn runtime_stats(
-        &self,
-    ) -> Result<Result<Vec<api::PodSandboxStats>, Vec<api::ContainerStats>>, StatsError> {
+    /// `ListContainerStats` where the runtime lacks or fails the first.
+    async fn runtime_stats(&self) -> Result<PodFigures, StatsError> {
         let sandbox_stats = api::ListPodSandboxStatsRequest { filter: None };
         // A runtime without ListPodSandboxStats, or one that fails it (containerd 1.6 does
         // whenever a stopped sandbox's cgroup is gone, which is every finished pod's once its
         // resources are released): the pods are summed from ListContainerStats, as upstream's
         // default (cAdvisor and container stats) would read them.
         Ok(match self.cri.list_pod_sandbox_stats(sandbox_stats).await {
-            Ok(r) => Ok(r.stats),
+            Ok(r) => PodFigures::Sandboxes(r.stats),
             Err(e) => {
                 tracing::debug!(error = %e, "no ListPodSandboxStats; summing ListContainerStats");
                 let r = api::ListContainerStatsRequest { filter: None };
                 match self.cri.list_container_stats(r).await {
-                    Ok(r) => Err(r.stats),
+                    Ok(r) => PodFigures::Containers(r.stats),
                     Err(_) => return Err(StatsError::PodStats(e)),
                 }
             }
@@ -215,22 +258,15 @@ impl StatsProvider {
     }
 }
 
-/// The pods' usage from their cgroups ([`cgroup`], read off the async workers); the writable
-/// layers from the runtime as `detail` asks.
+/// The pods' usage from their cgroups ([`cgroup`], read off the async workers).
 async fn cgroup_stats(
     cm: &Arc<ContainerManager>,
-    layers: &WritableLayers,
     listing: &Arc<cri::Listing>,
-    detail: Detail,
     now: Time,
 ) -> Result<Vec<api::PodSandboxStats>, StatsError> {
-    let layers = match detail {
-        Detail::CpuAndMemory => Arc::default(),
-        Detail::Full(want) => layers.get(want).await.map_err(StatsError::PodStats)?,
-    };
     let (cm, listing) = (cm.clone(), listing.clone());
     let read = tokio::task::spawn_blocking(move || {
-        cgroup::sandbox_stats(&listing, &cm, &layers, now.0, cgroup::readers())
+        cgroup::sandbox_stats(&listing, &cm, now.0, cgroup::readers())
     });
     match read.await {
         Ok(stats) => Ok(stats),

@@ -186,3 +186,57 @@ async fn runtime_errors_are_the_summarys_named_with_the_call() {
     // The next one succeeds: nothing was left broken.
     assert!(rig.provider.summary(Detail::Full(Want::Now)).await.is_ok());
 }
+
+#[tokio::test]
+async fn summaries_asked_soon_after_one_another_share_a_reading_until_the_pleg_sees_a_change() {
+    let mut rig = Rig::new().await;
+    let timeline = Arc::new(PodTimeline::default());
+    let period = Duration::from_secs(1);
+    rig.provider = rig.provider.with_housekeeping(timeline.clone(), period);
+    let relisted = |changed: &[&str]| {
+        let now = Instant::now();
+        timeline.relisted(now, now, changed.iter().copied(), &Default::default());
+    };
+    let web = rig.sandbox("web").await;
+    let nginx = rig.container(&web, "nginx", true).await;
+    rig.uses(&nginx, 3_000, 1 << 20);
+    relisted(&["uid-web"]);
+    let fake = rig.fake.runtime();
+    let reads = || (fake.calls(Rpc::ListContainers), fake.calls(Rpc::ListPodSandboxStats));
+
+    let metrics = rig.provider.summary(Detail::CpuAndMemory).await.unwrap();
+    rig.uses(&nginx, 9_000, 1 << 21);
+    let summary = rig.provider.summary(Detail::Full(Want::Recent)).await.unwrap();
+    assert_eq!(reads(), (1, 1), "the second summary answered from the first's reading");
+    let cpu = |s: &Summary| s.pods[0].containers[0].cpu.clone().unwrap();
+    assert_eq!(cpu(&summary), cpu(&metrics), "the figures and their time as read");
+    assert_eq!(summary.pods[0].containers[0].rootfs.as_ref().unwrap().used_bytes, Some(4096));
+    assert!(metrics.pods[0].containers[0].rootfs.is_none(), "CPU and memory only");
+
+    // The eviction manager reads afresh, and what it read answers next.
+    let evicting = rig.provider.summary(Detail::Full(Want::Now)).await.unwrap();
+    assert_eq!(cpu(&evicting).usage_core_nano_seconds, Some(9_000));
+    rig.uses(&nginx, 12_000, 1 << 21);
+    let next = rig.provider.summary(Detail::CpuAndMemory).await.unwrap();
+    assert_eq!((reads(), cpu(&next)), ((2, 2), cpu(&evicting)));
+
+    // A container started: once the PLEG saw it, the next summary reads again and carries it.
+    rig.container(&web, "sidecar", true).await;
+    let stale = rig.provider.summary(Detail::CpuAndMemory).await.unwrap();
+    assert_eq!(stale.pods[0].containers.len(), 1, "not seen by the PLEG yet");
+    relisted(&["uid-web"]);
+    let s = rig.provider.summary(Detail::CpuAndMemory).await.unwrap();
+    let names: Vec<&str> = s.pods[0].containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!((reads(), names), ((3, 3), vec!["nginx", "sidecar"]));
+}
+
+#[tokio::test]
+async fn without_a_current_pleg_every_summary_reads_afresh() {
+    let mut rig = Rig::new().await;
+    let timeline = Arc::new(PodTimeline::default());
+    rig.provider = rig.provider.with_housekeeping(timeline, Duration::from_secs(1));
+    rig.sandbox("web").await;
+    rig.provider.summary(Detail::CpuAndMemory).await.unwrap();
+    rig.provider.summary(Detail::CpuAndMemory).await.unwrap();
+    assert_eq!(rig.fake.runtime().calls(Rpc::ListContainers), 2, "never relisted: nothing stands");
+}

@@ -219,7 +219,12 @@ fn a_runtime_that_sends_no_readings_gets_zeros_and_disks_get_their_figures() {
     let nodefs = FsReading::of(root.path());
     let mut cache = CpuUsageCache::default();
     let mut c = ctx(&mut cache);
-    c.disks = Some(Disks { by_mountpoint: HashMap::new(), nodefs, pod_logs_dir: pod_logs.clone() });
+    c.disks = Some(Disks {
+        by_mountpoint: HashMap::new(),
+        nodefs,
+        pod_logs_dir: pod_logs.clone(),
+        layers: Default::default(),
+    });
     let pods = from_container_stats(&[bare], &l, &mut c);
     let cs = &pods[0].containers[0];
     let cpu = cs.cpu.as_ref().unwrap();
