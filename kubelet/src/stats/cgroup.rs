@@ -9,7 +9,7 @@
 
 use proto::cri;
 
-use super::cri::Listing;
+use super::cri::{Listing, Sandbox};
 use crate::cm::ContainerManager;
 use crate::cm::cgroupfs::CgroupUsage;
 
@@ -51,9 +51,9 @@ pub fn sandbox_stats(
     at: i64,
     threads: usize,
 ) -> Vec<cri::PodSandboxStats> {
-    let sandboxes: Vec<&cri::PodSandbox> = listing.sandboxes().collect();
+    let sandboxes: Vec<&Sandbox> = listing.sandboxes().collect();
     let chunk = sandboxes.len().div_ceil(threads.max(1)).max(1);
-    let read = |part: &[&cri::PodSandbox]| -> Vec<cri::PodSandboxStats> {
+    let read = |part: &[&Sandbox]| -> Vec<cri::PodSandboxStats> {
         part.iter().filter_map(|s| pod_stats(s, listing, cm, at)).collect()
     };
     if sandboxes.len() <= chunk {
@@ -71,13 +71,12 @@ pub fn sandbox_stats(
 
 /// One pod's figures, if its cgroup is there.
 fn pod_stats(
-    sandbox: &cri::PodSandbox,
+    sandbox: &Sandbox,
     listing: &Listing,
     cm: &ContainerManager,
     at: i64,
 ) -> Option<cri::PodSandboxStats> {
-    let uid = sandbox.metadata.as_ref().map(|m| m.uid.as_str()).unwrap_or_default();
-    let path = cm.pod_cgroup_of(uid)?;
+    let path = cm.pod_cgroup_of(&sandbox.pod.uid)?;
     let pod = cm.usage(&path)?;
     let container_cgroup = cm.container_cgroups(&path);
     let containers = listing

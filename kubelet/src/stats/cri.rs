@@ -18,11 +18,30 @@ use super::summary::{
 use crate::node_status::machine::FsReading;
 
 /// The sandboxes and containers a summary reports: upstream's `removeTerminatedPods` (of the
-/// sandboxes of one pod name, the ready ones, else the newest) and only running containers.
+/// sandboxes of one pod name, the ready ones, else the newest) and only running containers,
+/// each with only what the summary reports of it (a kept reading holds the listing,
+/// [`super::housekeeping`]).
 #[derive(Debug, Default)]
 pub struct Listing {
-    sandboxes: HashMap<String, cri::PodSandbox>,
-    containers: HashMap<String, cri::Container>,
+    sandboxes: HashMap<String, Sandbox>,
+    containers: HashMap<String, Container>,
+}
+
+/// A listed pod sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    pub id: String,
+    pub pod: PodReference,
+    pub created_at: i64,
+}
+
+/// A listed running container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Container {
+    pub id: String,
+    pub sandbox_id: String,
+    pub name: String,
+    pub created_at: i64,
 }
 
 impl Listing {
@@ -41,28 +60,36 @@ impl Listing {
             } else {
                 group.drain(..group.len().saturating_sub(1));
             }
-            kept.extend(group.into_iter().map(|s| (s.id.clone(), s)));
+            kept.extend(group.into_iter().map(|s| {
+                let m = s.metadata.unwrap_or_default();
+                let pod = PodReference { name: m.name, namespace: m.namespace, uid: m.uid };
+                (s.id.clone(), Sandbox { id: s.id, pod, created_at: s.created_at })
+            }));
         }
         let running = cri::ContainerState::ContainerRunning as i32;
-        let containers =
-            containers.into_iter().filter(|c| c.state == running).map(|c| (c.id.clone(), c));
+        let containers = containers.into_iter().filter(|c| c.state == running).map(|c| {
+            let container = Container {
+                name: c.metadata.map(|m| m.name).unwrap_or_default(),
+                sandbox_id: c.pod_sandbox_id,
+                created_at: c.created_at,
+                id: c.id,
+            };
+            (container.id.clone(), container)
+        });
         Self { sandboxes: kept, containers: containers.collect() }
     }
 
-    /// Every id a stat may be cached under.
     /// The pods' sandboxes kept (one a pod).
-    pub fn sandboxes(&self) -> impl Iterator<Item = &cri::PodSandbox> {
+    pub fn sandboxes(&self) -> impl Iterator<Item = &Sandbox> {
         self.sandboxes.values()
     }
 
     /// The running containers of a sandbox.
-    pub fn containers_of<'a>(
-        &'a self,
-        sandbox: &'a str,
-    ) -> impl Iterator<Item = &'a cri::Container> {
-        self.containers.values().filter(move |c| c.pod_sandbox_id == sandbox)
+    pub fn containers_of<'a>(&'a self, sandbox: &'a str) -> impl Iterator<Item = &'a Container> {
+        self.containers.values().filter(move |c| c.sandbox_id == sandbox)
     }
 
+    /// Every id a stat may be cached under.
     pub fn ids(&self) -> HashSet<&str> {
         self.sandboxes.keys().chain(self.containers.keys()).map(String::as_str).collect()
     }
@@ -148,11 +175,11 @@ fn rootfs(layer: &cri::FilesystemUsage, disks: &mut Disks, now: Time) -> FsStats
 /// memory reading gets zeros, as upstream gives.
 fn container(
     s: &cri::ContainerStats,
-    c: &cri::Container,
+    c: &Container,
     pod: &PodReference,
     ctx: &mut Context<'_>,
 ) -> ContainerStats {
-    let name = c.metadata.as_ref().map(|m| m.name.clone()).unwrap_or_default();
+    let name = c.name.clone();
     let now = ctx.now;
     let zero = Some(0);
     let cpu = match &s.cpu {
@@ -190,10 +217,9 @@ fn container(
     }
 }
 
-fn pod(sandbox: &cri::PodSandbox) -> PodStats {
-    let m = sandbox.metadata.clone().unwrap_or_default();
+fn pod(sandbox: &Sandbox) -> PodStats {
     PodStats {
-        pod_ref: PodReference { name: m.name, namespace: m.namespace, uid: m.uid },
+        pod_ref: sandbox.pod.clone(),
         start_time: Time(sandbox.created_at),
         ..Default::default()
     }
@@ -255,7 +281,7 @@ pub fn from_container_stats(
     for s in stats {
         let id = s.attributes.as_ref().map(|a| a.id.as_str()).unwrap_or_default();
         let Some(c) = listing.containers.get(id) else { continue };
-        let Some(sandbox) = listing.sandboxes.get(&c.pod_sandbox_id) else { continue };
+        let Some(sandbox) = listing.sandboxes.get(&c.sandbox_id) else { continue };
         let p = pods.entry(sandbox.id.clone()).or_insert_with(|| pod(sandbox));
         let cs = container(s, c, &p.pod_ref, ctx);
         if let Some(u) = &cs.cpu {
