@@ -103,7 +103,7 @@ fn is_pod(r: &ResourceType) -> bool {
 }
 
 fn typed(obj: &Value) -> Result<Pod, ApiError> {
-    serde_json::from_value(obj.clone()).map_err(|e| ApiError::bad_request(e.to_string()))
+    serde::Deserialize::deserialize(obj).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 fn untyped(pod: &Pod) -> Result<Value, ApiError> {
@@ -148,8 +148,9 @@ impl Admission {
             return Ok(());
         }
         let mut pod = typed(obj)?;
-        self.tolerations(&mut pod);
+        let mut changed = self.tolerations(&mut pod);
         if self.on(Plugin::ServiceAccount) {
+            changed = true;
             let ns = namespace.unwrap_or_default();
             let suffix = crate::objects::generate_name("");
             service_account::admit(&mut pod, ns, objects, &suffix).await.map_err(|why| {
@@ -157,7 +158,9 @@ impl Admission {
                 ApiError::forbidden_object(r, name, &why.to_string())
             })?;
         }
-        *obj = untyped(&pod)?;
+        if changed {
+            *obj = untyped(&pod)?;
+        }
         Ok(())
     }
 

@@ -162,8 +162,7 @@ pub struct Request<'a> {
 }
 
 fn typed<T: DeserializeOwned>(v: &Value, kind: &'static str) -> Result<T, Refusal> {
-    serde_json::from_value(v.clone())
-        .map_err(|e| Refusal::Undecodable { kind, error: e.to_string() })
+    T::deserialize(v).map_err(|e| Refusal::Undecodable { kind, error: e.to_string() })
 }
 
 /// The plugin's decision for `node` (from the user's name; empty when it names none).

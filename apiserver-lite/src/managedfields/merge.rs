@@ -37,6 +37,11 @@ fn update_inner(
     ignored: &FieldSet,
 ) -> Result<Comparison, Conflicts> {
     let compare = typed::compare(live, new).without(ignored);
+    if managers.keys().all(|m| m == workflow) {
+        // No other manager: nothing to take fields from (every creation).
+        managers.retain(|_, vs| !vs.set.is_empty());
+        return Ok(compare);
+    }
     let mut changed = compare.modified.clone();
     changed.extend(&compare.added);
     let mut conflicts = Vec::new();
@@ -67,10 +72,15 @@ pub fn update(
     ignored: &FieldSet,
 ) {
     let Ok(compare) = update_inner(live, new, managers, manager, true, ignored) else { return };
-    let previous = managers.get(manager).map(|vs| &vs.set);
-    let mut set = previous.map(|p| p.difference(&compare.removed)).unwrap_or_default();
+    let mut set = match managers.get(manager) {
+        Some(previous) => {
+            let mut set = previous.set.difference(&compare.removed);
+            set.extend(&compare.added);
+            set
+        }
+        None => compare.added,
+    };
     set.extend(&compare.modified);
-    set.extend(&compare.added);
     let set = set.recursive_difference(ignored);
     if set.is_empty() {
         managers.remove(manager);

@@ -39,7 +39,7 @@ pub(crate) fn default_service(obj: &mut Value) {
 
 /// A new pod is Pending, with its QoS class.
 pub(crate) fn prepare_pod_create(obj: &mut Value) -> Result<(), ApiError> {
-    let spec: PodSpec = serde_json::from_value(obj["spec"].clone()).unwrap_or_default();
+    let spec: PodSpec = serde::Deserialize::deserialize(&obj["spec"]).unwrap_or_default();
     obj["status"] = json!({ "phase": "Pending", "qosClass": api::qos::pod_qos(&spec).as_str() });
     Ok(())
 }

@@ -116,9 +116,10 @@ pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiE
     (r.strategy.decode)(r, obj)
 }
 
-/// The typed form of an object that has already been decoded as its type.
+/// The typed form of an object that has already been decoded as its type (read in place, not
+/// from a copy).
 pub(crate) fn typed<T: DeserializeOwned>(obj: &Value) -> Result<T, ApiError> {
-    serde_json::from_value(obj.clone()).map_err(|e| ApiError::bad_request(e.to_string()))
+    T::deserialize(obj).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 pub(crate) fn untyped<T: Serialize>(t: &T) -> Result<Value, ApiError> {
@@ -169,7 +170,7 @@ pub fn prepare_for_create(r: &ResourceType, obj: &mut Value) -> Result<(), ApiEr
 }
 
 fn metadata_of(obj: &Value) -> ObjectMeta {
-    serde_json::from_value(obj["metadata"].clone()).unwrap_or_default()
+    serde::Deserialize::deserialize(&obj["metadata"]).unwrap_or_default()
 }
 
 /// Upstream's `ValidateObjectMeta` for a kind without rules of its own: names, labels,
