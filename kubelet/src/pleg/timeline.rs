@@ -70,9 +70,7 @@ impl PodTimeline {
     /// until one does (within a period).
     pub fn quiet_since(&self, read: Instant, now: Instant, period: Duration) -> bool {
         let inner = self.lock();
-        let Some(began) = inner.relist_began else { return false };
-        let current = now.saturating_duration_since(began) <= period * 3;
-        current && inner.last_change.is_none_or(|at| at < read)
+        inner.current(now, period).is_some() && inner.last_change.is_none_or(|at| at < read)
     }
 
     /// Whether a status of `uid` read from `read` on still holds at `now`, relists being due
@@ -85,10 +83,17 @@ impl PodTimeline {
         period: Duration,
     ) -> bool {
         let inner = self.lock();
-        let Some(began) = inner.relist_began else { return false };
-        let recent = now.saturating_duration_since(began) <= period * 3;
+        let Some(began) = inner.current(now, period) else { return false };
         let changed_after = inner.changed.get(uid).is_some_and(|at| *at >= read);
-        began > read && recent && !changed_after
+        began > read && !changed_after
+    }
+}
+
+impl Inner {
+    /// When the latest relist began, if the PLEG is current at `now` (relisted within three
+    /// periods; else it stalled and what it last saw tells nothing).
+    fn current(&self, now: Instant, period: Duration) -> Option<Instant> {
+        self.relist_began.filter(|began| now.saturating_duration_since(*began) <= period * 3)
     }
 }
 

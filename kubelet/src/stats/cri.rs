@@ -147,7 +147,11 @@ fn memory(m: &cri::MemoryUsage, now: Time) -> MemoryStats {
     }
 }
 
-fn rootfs(layer: &cri::FilesystemUsage, disks: &mut Disks, now: Time) -> FsStats {
+fn rootfs(
+    layer: &cri::FilesystemUsage,
+    by_mountpoint: &mut HashMap<String, Option<FsReading>>,
+    now: Time,
+) -> FsStats {
     let mut fs = FsStats {
         time: time(layer.timestamp, now),
         used_bytes: value(layer.used_bytes.as_ref()),
@@ -155,8 +159,7 @@ fn rootfs(layer: &cri::FilesystemUsage, disks: &mut Disks, now: Time) -> FsStats
         ..Default::default()
     };
     if let Some(id) = &layer.fs_id {
-        let reading = *disks
-            .by_mountpoint
+        let reading = *by_mountpoint
             .entry(id.mountpoint.clone())
             .or_insert_with(|| FsReading::of(Path::new(&id.mountpoint)));
         // A filesystem that cannot be read here leaves its figures out (upstream's partial
@@ -193,9 +196,8 @@ fn container(
     let (rootfs, logs) = match ctx.disks.as_mut() {
         None => (None, None),
         Some(disks) => {
-            let layers = disks.layers.clone();
-            let layer = s.writable_layer.as_ref().or_else(|| layers.get(&c.id));
-            let layer = layer.map(|l| rootfs(l, disks, now));
+            let layer = s.writable_layer.as_ref().or_else(|| disks.layers.get(&c.id));
+            let layer = layer.map(|l| rootfs(l, &mut disks.by_mountpoint, now));
             let dir = logs::container_dir(&disks.pod_logs_dir, pod, &name);
             let logs = logs::usage(&dir).map(|(used, inodes_used)| {
                 let mut fs = disks.nodefs.map_or_else(FsStats::default, |r| node::fs(now, &r));
