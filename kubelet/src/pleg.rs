@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use api::keys;
-use proto::{CriClient, cri};
+use proto::{CriClient, brief, cri};
 use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -94,6 +94,32 @@ fn uid_of(labels: &HashMap<String, String>) -> Option<String> {
     labels.get(keys::POD_UID).cloned()
 }
 
+/// What a relist saw: the kubelet's sandboxes (those labelled with their pod's UID) and their
+/// containers. A container's pod is its sandbox's (containers are listed without their labels);
+/// one whose sandbox is not in this list (the two lists are made at once, so a pod made or
+/// removed between them) keeps the pod the last relist gave it, and a new one waits for the
+/// next relist.
+fn snapshot(
+    sandboxes: Vec<brief::Sandbox>,
+    containers: Vec<brief::Container>,
+    last: &Snapshot,
+) -> Snapshot {
+    let mut snap = Snapshot::new();
+    for s in sandboxes {
+        if let Some(uid) = uid_of(&s.labels) {
+            snap.insert(s.id, (uid, Item::Sandbox(s.state)));
+        }
+    }
+    for c in containers {
+        let uid = match snap.get(&c.pod_sandbox_id).or_else(|| last.get(&c.id)) {
+            Some((uid, _)) => uid.clone(),
+            None => continue,
+        };
+        snap.insert(c.id, (uid, Item::Container(c.state)));
+    }
+    snap
+}
+
 /// The events that turn `old` into `new`.
 fn diff(old: &Snapshot, new: &Snapshot) -> Vec<PodLifecycleEvent> {
     let mut events = Vec::new();
@@ -164,23 +190,13 @@ fn running_counts(snap: &Snapshot) -> (usize, [usize; 4]) {
 }
 
 impl Pleg {
-    async fn relist(&self) -> Result<Snapshot, proto::CallError> {
+    /// The runtime's sandboxes and containers now, briefly listed ([`proto::brief`]).
+    async fn relist(&self, last: &Snapshot) -> Result<Snapshot, proto::CallError> {
         let (sandboxes, containers) = tokio::try_join!(
-            self.cri.list_pod_sandbox(cri::ListPodSandboxRequest { filter: None }),
-            self.cri.list_containers(cri::ListContainersRequest { filter: None }),
+            self.cri.list_pod_sandbox_brief(cri::ListPodSandboxRequest { filter: None }),
+            self.cri.list_containers_brief(cri::ListContainersRequest { filter: None }),
         )?;
-        let mut snap = Snapshot::new();
-        for s in sandboxes.items {
-            if let Some(uid) = uid_of(&s.labels) {
-                snap.insert(s.id, (uid, Item::Sandbox(s.state)));
-            }
-        }
-        for c in containers.containers {
-            if let Some(uid) = uid_of(&c.labels) {
-                snap.insert(c.id, (uid, Item::Container(c.state)));
-            }
-        }
-        Ok(snap)
+        Ok(snapshot(sandboxes, containers, last))
     }
 
     /// Relists until `stop`.
@@ -198,7 +214,7 @@ impl Pleg {
             if let Some(previous) = last_relist.replace(started) {
                 self.metrics.pleg_relist_interval.observe_duration(started - previous);
             }
-            let snap = match self.relist().await {
+            let snap = match self.relist(&last).await {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(error = %e, "PLEG relist failed");
@@ -346,6 +362,43 @@ mod tests {
         assert!(metrics.pleg_relist_duration.count() >= 2);
         assert!(metrics.pleg_last_seen.get() > 1.7e9);
         assert_eq!(metrics.running_pods.get(), 1.0);
+    }
+
+    #[test]
+    fn a_container_belongs_to_its_sandboxs_pod_or_else_to_the_pod_it_had() {
+        let ready = cri::PodSandboxState::SandboxReady as i32;
+        let running = cri::ContainerState::ContainerRunning;
+        let sandbox = |id: &str, uid: Option<&str>| brief::Sandbox {
+            id: id.into(),
+            state: ready,
+            labels: uid.map(|u| (keys::POD_UID.to_string(), u.to_string())).into_iter().collect(),
+            ..Default::default()
+        };
+        let container = |id: &str, sandbox: &str| brief::Container {
+            id: id.into(),
+            pod_sandbox_id: sandbox.into(),
+            state: running as i32,
+            ..Default::default()
+        };
+        let last = Snapshot::from([("c3".to_string(), c("p3", running))]);
+        let snap = snapshot(
+            vec![sandbox("s1", Some("p1")), sandbox("s9", None)],
+            vec![
+                container("c1", "s1"),
+                container("c3", "s3"), // its sandbox removed meanwhile: the pod it had
+                container("c4", "s4"), // its sandbox made meanwhile: the next relist's
+                container("c9", "s9"), // not the kubelet's
+            ],
+            &last,
+        );
+        assert_eq!(
+            snap,
+            Snapshot::from([
+                ("s1".to_string(), ("p1".to_string(), Item::Sandbox(ready))),
+                ("c1".to_string(), c("p1", running)),
+                ("c3".to_string(), c("p3", running)),
+            ])
+        );
     }
 
     fn c(uid: &str, s: cri::ContainerState) -> (String, Item) {

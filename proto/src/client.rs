@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
+use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Channel, Endpoint, Uri};
 
+use crate::brief;
 use crate::cri::image_service_client::ImageServiceClient;
 use crate::cri::runtime_service_client::RuntimeServiceClient;
 use crate::cri::{self};
@@ -17,6 +19,16 @@ use crate::error::{CallError, CallErrorKind, ConnectError};
 
 /// The CRI API version this client speaks.
 pub const CRI_API_VERSION: &str = "v1";
+
+/// The CRI v1 runtime service's gRPC name.
+const RUNTIME_SERVICE: &str = "runtime.v1.RuntimeService";
+
+/// A RuntimeService method's name and its request path.
+macro_rules! rpc {
+    ($method:literal) => {
+        ($method, concat!("/runtime.v1.RuntimeService/", $method))
+    };
+}
 
 /// How much later than our own deadline the runtime is told to give up (`grpc-timeout`). tonic
 /// enforces that header on the client side too, as an untyped "cancelled"; the slack makes our
@@ -58,6 +70,7 @@ pub trait CallObserver: Send + Sync + std::fmt::Debug {
 pub struct CriClient {
     endpoint: String,
     runtime: RuntimeServiceClient<Channel>,
+    channel: Channel,
     images: ImageServiceClient<Channel>,
     options: ClientOptions,
     version: cri::VersionResponse,
@@ -155,7 +168,8 @@ impl CriClient {
         Ok(Self {
             endpoint: name,
             runtime,
-            images: ImageServiceClient::new(channel),
+            images: ImageServiceClient::new(channel.clone()),
+            channel,
             options,
             version,
             observer: None,
@@ -205,6 +219,47 @@ impl CriClient {
             observer.observe(rpc, started.elapsed(), result.is_err());
         }
         result.map_err(|kind| CallError { rpc, endpoint: self.endpoint.clone(), kind })
+    }
+
+    /// `ListPodSandbox`, its answer decoded briefly ([`brief`]).
+    pub async fn list_pod_sandbox_brief(
+        &self,
+        req: cri::ListPodSandboxRequest,
+    ) -> Result<Vec<brief::Sandbox>, CallError> {
+        let list: brief::SandboxList = self.runtime_unary_as(rpc!("ListPodSandbox"), req).await?;
+        Ok(list.items)
+    }
+
+    /// `ListContainers`, its answer decoded briefly ([`brief`]).
+    pub async fn list_containers_brief(
+        &self,
+        req: cri::ListContainersRequest,
+    ) -> Result<Vec<brief::Container>, CallError> {
+        let list: brief::ContainerList = self.runtime_unary_as(rpc!("ListContainers"), req).await?;
+        Ok(list.containers)
+    }
+
+    /// A RuntimeService call (named by `rpc!`) under the call deadline, its answer decoded
+    /// as `Resp`: a message the wire answer is (a [`brief`] one).
+    async fn runtime_unary_as<Req, Resp>(
+        &self,
+        (rpc, path): (&'static str, &'static str),
+        req: Req,
+    ) -> Result<Resp, CallError>
+    where
+        Req: prost::Message + Send + Sync + 'static,
+        Resp: prost::Message + Default + Send + Sync + 'static,
+    {
+        let mut grpc = tonic::client::Grpc::new(self.channel.clone());
+        let path = PathAndQuery::from_static(path);
+        let call = move |mut r: tonic::Request<Req>| async move {
+            grpc.ready()
+                .await
+                .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {e}")))?;
+            r.extensions_mut().insert(tonic::GrpcMethod::new(RUNTIME_SERVICE, rpc));
+            grpc.unary(r, path, tonic_prost::ProstCodec::default()).await
+        };
+        self.unary(rpc, self.options.call_timeout, req, call).await
     }
 
     /// `StopContainer`: the runtime may take the grace period before it kills, so the deadline

@@ -201,9 +201,11 @@ impl Registry {
         let meta = &body["metadata"];
         let generated = meta["name"].as_str().unwrap_or_default().is_empty()
             && meta["generateName"].as_str().is_some_and(|p| !p.is_empty());
-        let attempts = if generated { GENERATE_NAME_ATTEMPTS } else { 1 };
+        if !generated {
+            return self.create_once(r, ns, body, w, track).await;
+        }
         let mut last = None;
-        for _ in 0..attempts {
+        for _ in 0..GENERATE_NAME_ATTEMPTS {
             match self.create_once(r, ns, body.clone(), w, track).await {
                 Err(e) if e.code == 409 && e.reason == "AlreadyExists" => last = Some(e),
                 other => return other,

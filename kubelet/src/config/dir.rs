@@ -193,6 +193,8 @@ pub struct DirFiles<T> {
     missing_reported: bool,
     /// Who else could change the directory (checked at each rescan, warned about on change).
     dir_insecurity: Option<String>,
+    /// Moves whenever an entry or the set being written changes ([`Self::changes`]).
+    changes: u64,
 }
 
 impl<T> DirFiles<T> {
@@ -206,6 +208,7 @@ impl<T> DirFiles<T> {
             reasons,
             missing_reported: false,
             dir_insecurity: None,
+            changes: 0,
         }
     }
 
@@ -222,11 +225,18 @@ impl<T> DirFiles<T> {
         &self.entries
     }
 
+    /// A count that moves whenever what the files hold, or which are being written, changes:
+    /// equal counts mean the same entries (a rescan that found nothing new leaves it).
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
     fn set_ignored(&mut self, path: &Path, reason: IgnoreReason) {
         if !matches!(self.entries.get(path), Some(Entry::Ignored(r)) if *r == reason) {
             let ignored = self.reasons.ignored;
             self.recorder.normal(&ObjectRef::file(path), ignored, reason.describe());
             self.entries.insert(path.to_path_buf(), Entry::Ignored(reason));
+            self.changes += 1;
         }
     }
 
@@ -234,6 +244,7 @@ impl<T> DirFiles<T> {
     /// checkpoint from before a restart): a good read replaces it, a bad one keeps it.
     pub fn seed(&mut self, path: &Path, value: T) {
         self.next_order += 1;
+        self.changes += 1;
         let kept = Some((value, self.next_order));
         self.entries.insert(
             path.to_path_buf(),
@@ -243,14 +254,16 @@ impl<T> DirFiles<T> {
 
     /// A write to `path` started: do not read it until it completes.
     pub fn writing(&mut self, path: &Path) {
-        if path.parent() == Some(self.dir.as_path()) {
-            self.writing.insert(path.to_path_buf());
+        if path.parent() == Some(self.dir.as_path()) && self.writing.insert(path.to_path_buf()) {
+            self.changes += 1;
         }
     }
 
     /// Reads `path` now (its write is complete, or a rescan found it changed).
     pub fn load(&mut self, path: &Path, read: &mut Read<'_, T>) {
-        self.writing.remove(path);
+        if self.writing.remove(path) {
+            self.changes += 1;
+        }
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return };
         if path.parent() != Some(self.dir.as_path()) {
             return;
@@ -292,6 +305,7 @@ impl<T> DirFiles<T> {
                     }
                 };
                 self.entries.insert(path.to_path_buf(), Entry::Accepted { value, order, print });
+                self.changes += 1;
             }
             Err(e) => self.reject(path, e, Some(print)),
         }
@@ -310,12 +324,16 @@ impl<T> DirFiles<T> {
             format!("{error}{note}"),
         );
         self.entries.insert(path.to_path_buf(), Entry::Rejected { error, kept, print });
+        self.changes += 1;
     }
 
     /// The file is gone (deleted or renamed away): what it held goes too.
     pub fn forget(&mut self, path: &Path) {
-        self.writing.remove(path);
+        if self.writing.remove(path) {
+            self.changes += 1;
+        }
         if self.entries.remove(path).is_some() {
+            self.changes += 1;
             let Reasons { removed, removed_message, .. } = self.reasons;
             self.recorder.normal(&ObjectRef::file(path), removed, removed_message);
         }
@@ -341,7 +359,10 @@ impl<T> DirFiles<T> {
                     }
                     self.missing_reported = true;
                 }
-                self.entries.clear();
+                if !self.entries.is_empty() {
+                    self.entries.clear();
+                    self.changes += 1;
+                }
                 return;
             }
         };

@@ -107,9 +107,10 @@ impl ManifestDir {
     }
 
     /// Brings the checkpoints in step with the files: an accepted version is written, a
-    /// rejected file keeps its checkpoint, a file gone or ignored loses it.
-    pub fn checkpoint(&mut self) {
-        let Some(checkpoints) = self.checkpoints.as_mut() else { return };
+    /// rejected file keeps its checkpoint, a file gone or ignored loses it. False when one
+    /// could not be (it was reported).
+    pub fn checkpoint(&mut self) -> bool {
+        let Some(checkpoints) = self.checkpoints.as_mut() else { return true };
         let mut errors = Vec::new();
         for (path, entry) in self.files.entries() {
             let result = match entry {
@@ -124,9 +125,11 @@ impl ManifestDir {
                 errors.extend(checkpoints.remove(&manifest).err());
             }
         }
+        let saved = errors.is_empty();
         for error in errors {
             self.checkpoint_failed(error);
         }
+        saved
     }
 
     /// Reads one manifest; unknown fields are warned about.
@@ -161,6 +164,11 @@ impl ManifestDir {
     /// The file is gone (deleted or renamed away): its pod goes too.
     pub fn forget(&mut self, path: &Path) {
         self.files.forget(path);
+    }
+
+    /// Moves whenever the files' entries change (see [`DirFiles::changes`]).
+    pub fn changes(&self) -> u64 {
+        self.files.changes()
     }
 
     /// Reads the whole directory.
@@ -311,9 +319,16 @@ impl FileSource {
                 .with_checkpoints(self.checkpoints);
         // What was last sent, as (UID, content digest) pairs, not a second copy of every pod.
         let mut last_sent: Option<Vec<(String, [u8; 32])>> = None;
+        // The files' change count when the pods were last worked out and checkpointed: a
+        // rescan that found nothing new asks for no checkpoint, identities or digests.
+        let mut worked_out: Option<u64> = None;
         while let Some(batch) = watch.next(&stop).await {
             state.apply(batch);
-            state.checkpoint();
+            if worked_out == Some(state.changes()) {
+                continue;
+            }
+            // A checkpoint that failed is tried again at the next rescan.
+            worked_out = state.checkpoint().then(|| state.changes());
             let (pods, reports) = state.desired();
             report.send_if_modified(|r| {
                 let changed = *r != reports;

@@ -170,7 +170,7 @@ impl ContainerLogManager {
         let Some(max_size) = self.policy.max_size else { return Ok(Vec::new()) };
         let containers = self
             .cri
-            .list_containers(cri::ListContainersRequest {
+            .list_containers_brief(cri::ListContainersRequest {
                 filter: Some(cri::ContainerFilter {
                     state: Some(cri::ContainerStateValue {
                         state: cri::ContainerState::ContainerRunning as i32,
@@ -178,8 +178,7 @@ impl ContainerLogManager {
                     ..Default::default()
                 }),
             })
-            .await?
-            .containers;
+            .await?;
         // A runtime that ignores the filter must not get exited containers' logs rotated:
         // they write nothing more, and an empty current file would be left behind.
         let running: Vec<String> = containers

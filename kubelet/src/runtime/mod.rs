@@ -193,26 +193,24 @@ impl RuntimeManager {
     pub async fn pod_status(&self, uid: &str) -> Result<PodRuntimeStatus, RuntimeError> {
         let sandboxes = self
             .cri
-            .list_pod_sandbox(cri::ListPodSandboxRequest {
+            .list_pod_sandbox_brief(cri::ListPodSandboxRequest {
                 filter: Some(cri::PodSandboxFilter {
                     label_selector: filter_by_uid(uid),
                     ..Default::default()
                 }),
             })
             .await
-            .map_err(Self::err(uid))?
-            .items;
+            .map_err(Self::err(uid))?;
         let containers = self
             .cri
-            .list_containers(cri::ListContainersRequest {
+            .list_containers_brief(cri::ListContainersRequest {
                 filter: Some(cri::ContainerFilter {
                     label_selector: filter_by_uid(uid),
                     ..Default::default()
                 }),
             })
             .await
-            .map_err(Self::err(uid))?
-            .containers;
+            .map_err(Self::err(uid))?;
         let sandbox_statuses = join_all(sandboxes.iter().map(|s| {
             self.cri.pod_sandbox_status(cri::PodSandboxStatusRequest {
                 pod_sandbox_id: s.id.clone(),

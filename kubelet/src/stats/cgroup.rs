@@ -116,10 +116,11 @@ mod tests {
     use super::*;
     use crate::cm::node_config::NodeConfig;
     use crate::test_cri::{container_manager as manager, put};
+    use proto::brief;
 
     /// A running container of `sandbox`.
-    fn running(id: &str, sandbox: &str) -> cri::Container {
-        cri::Container {
+    fn running(id: &str, sandbox: &str) -> brief::Container {
+        brief::Container {
             id: id.into(),
             pod_sandbox_id: sandbox.into(),
             state: cri::ContainerState::ContainerRunning as i32,
@@ -142,7 +143,7 @@ mod tests {
         put(r, &format!("cpuacct/{pod}/c1/cpuacct.usage"), "1500\n");
         put(r, &format!("memory/{pod}/c1/memory.usage_in_bytes"), "600\n");
         let cm = manager(r, NodeConfig::default());
-        let sandbox = |id: &str, uid: &str| cri::PodSandbox {
+        let sandbox = |id: &str, uid: &str| brief::Sandbox {
             id: id.into(),
             metadata: Some(cri::PodSandboxMetadata {
                 name: id.into(),
@@ -181,7 +182,7 @@ mod tests {
         let mut config = NodeConfig::default();
         config.layout.driver = crate::cm::CgroupDriver::Systemd;
         let cm = manager(r, config);
-        let sandbox = cri::PodSandbox {
+        let sandbox = brief::Sandbox {
             id: "s1".into(),
             metadata: Some(cri::PodSandboxMetadata { uid: "u-1".into(), ..Default::default() }),
             state: cri::PodSandboxState::SandboxReady as i32,

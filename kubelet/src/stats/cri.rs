@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use proto::cri;
+use proto::{brief, cri};
 
 use super::cpu::{CpuUsageCache, Sample};
 use super::logs;
@@ -45,8 +45,8 @@ pub struct Container {
 }
 
 impl Listing {
-    pub fn new(sandboxes: Vec<cri::PodSandbox>, containers: Vec<cri::Container>) -> Self {
-        let mut by_pod: BTreeMap<(String, String), Vec<cri::PodSandbox>> = BTreeMap::new();
+    pub fn new(sandboxes: Vec<brief::Sandbox>, containers: Vec<brief::Container>) -> Self {
+        let mut by_pod: BTreeMap<(String, String), Vec<brief::Sandbox>> = BTreeMap::new();
         for s in sandboxes {
             let m = s.metadata.clone().unwrap_or_default();
             by_pod.entry((m.namespace, m.name)).or_default().push(s);

@@ -203,13 +203,12 @@ impl StatsProvider {
             return Ok(kept);
         }
         let began = Instant::now();
-        let none = || api::ListPodSandboxRequest { filter: None };
         let (sandboxes, containers) = tokio::try_join!(
-            self.cri.list_pod_sandbox(none()),
-            self.cri.list_containers(api::ListContainersRequest { filter: None }),
+            self.cri.list_pod_sandbox_brief(api::ListPodSandboxRequest { filter: None }),
+            self.cri.list_containers_brief(api::ListContainersRequest { filter: None }),
         )
         .map_err(StatsError::List)?;
-        let listing = Arc::new(cri::Listing::new(sandboxes.items, containers.containers));
+        let listing = Arc::new(cri::Listing::new(sandboxes, containers));
         let figures = match &self.cgroups {
             Some((cm, _)) => PodFigures::Sandboxes(cgroup_stats(cm, &listing, Time::now()).await?),
             None => self.runtime_stats().await?,

@@ -255,3 +255,33 @@ fn an_unchanged_file_is_not_parsed_again() {
     let failures = recorder.list().iter().filter(|e| e.reason == "FailedManifest").count();
     assert_eq!(failures, 1, "a bad file is reported once, not at every rescan");
 }
+
+#[test]
+fn the_change_count_moves_with_what_the_files_hold_and_not_with_a_quiet_rescan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, f) = (tmp.path(), tmp.path().join("web.yaml"));
+    std::fs::write(&f, pod("web")).unwrap();
+    std::fs::write(d.join("bad.yaml"), "x: [").unwrap();
+    std::fs::write(d.join("notes.txt"), "x").unwrap();
+    let mut m = ManifestDir::new(d.to_path_buf(), "n".into(), Recorder::default());
+    let mut last = m.changes();
+    let mut moved = |m: &ManifestDir| {
+        let now = m.changes();
+        std::mem::replace(&mut last, now) != now
+    };
+    m.rescan();
+    assert!(moved(&m), "the first read");
+    m.rescan();
+    assert!(!moved(&m), "nothing new: a file read once, a bad one and an ignored one");
+    m.writing(&f);
+    assert!(moved(&m), "a write started");
+    std::fs::write(&f, pod("web2")).unwrap();
+    m.load(&f);
+    assert!(moved(&m), "the write completed");
+    assert_eq!(names(&mut m), ["web2-n"]);
+    std::fs::remove_file(d.join("bad.yaml")).unwrap();
+    m.rescan();
+    assert!(moved(&m), "a file gone");
+    m.rescan();
+    assert!(!moved(&m));
+}

@@ -2,13 +2,13 @@ use super::*;
 
 const S: i64 = 1_000_000_000;
 
-fn sandbox(id: &str, name: &str, ready: bool, created_at: i64) -> cri::PodSandbox {
+fn sandbox(id: &str, name: &str, ready: bool, created_at: i64) -> brief::Sandbox {
     let state = if ready {
         cri::PodSandboxState::SandboxReady
     } else {
         cri::PodSandboxState::SandboxNotready
     };
-    cri::PodSandbox {
+    brief::Sandbox {
         id: id.into(),
         metadata: Some(cri::PodSandboxMetadata {
             name: name.into(),
@@ -22,19 +22,18 @@ fn sandbox(id: &str, name: &str, ready: bool, created_at: i64) -> cri::PodSandbo
     }
 }
 
-fn container(id: &str, sandbox: &str, name: &str, running: bool) -> cri::Container {
+fn container(id: &str, sandbox: &str, name: &str, running: bool) -> brief::Container {
     let state = if running {
         cri::ContainerState::ContainerRunning
     } else {
         cri::ContainerState::ContainerExited
     };
-    cri::Container {
+    brief::Container {
         id: id.into(),
         pod_sandbox_id: sandbox.into(),
         metadata: Some(cri::ContainerMetadata { name: name.into(), attempt: 0 }),
         state: state as i32,
         created_at: 7 * S,
-        ..Default::default()
     }
 }
 
