@@ -15,10 +15,11 @@ pub mod node_restriction;
 pub mod service_account;
 pub mod tolerations;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Toleration};
 use serde_json::Value;
 
 use crate::errors::ApiError;
+use crate::objects::{typed, untyped};
 use crate::resources::ResourceType;
 use crate::serviceaccount::Objects;
 pub use tolerations::{TAINT_NOT_READY, TAINT_UNREACHABLE};
@@ -102,14 +103,6 @@ fn is_pod(r: &ResourceType) -> bool {
     *r == crate::resources::PODS
 }
 
-fn typed(obj: &Value) -> Result<Pod, ApiError> {
-    serde::Deserialize::deserialize(obj).map_err(|e| ApiError::bad_request(e.to_string()))
-}
-
-fn untyped(pod: &Pod) -> Result<Value, ApiError> {
-    serde_json::to_value(pod).map_err(|e| ApiError::internal(e.to_string()))
-}
-
 impl Admission {
     /// Without `plugin`.
     pub fn without(mut self, plugin: Plugin) -> Self {
@@ -126,13 +119,30 @@ impl Admission {
         self.on(p)
     }
 
-    fn tolerations(&self, pod: &mut Pod) -> bool {
-        self.on(Plugin::DefaultTolerationSeconds)
-            && tolerations::admit(
-                pod,
-                self.default_not_ready_toleration_seconds,
-                self.default_unreachable_toleration_seconds,
-            )
+    /// `DefaultTolerationSeconds` on a pod's JSON: only its tolerations are read, and written
+    /// back when the plugin adds to them.
+    fn tolerations(&self, obj: &mut Value) -> Result<(), ApiError> {
+        if !self.on(Plugin::DefaultTolerationSeconds) {
+            return Ok(());
+        }
+        let not_object = || ApiError::bad_request("a Pod and its spec must be objects");
+        let spec = obj.as_object_mut().ok_or_else(not_object)?.entry("spec").or_insert(Value::Null);
+        if spec.is_null() {
+            *spec = Value::Object(serde_json::Map::new());
+        }
+        let spec = spec.as_object_mut().ok_or_else(not_object)?;
+        let mut tolerations: Vec<Toleration> = match spec.get("tolerations") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(v) => typed(v)?,
+        };
+        let (not_ready, unreachable) = (
+            self.default_not_ready_toleration_seconds,
+            self.default_unreachable_toleration_seconds,
+        );
+        if tolerations::admit(&mut tolerations, not_ready, unreachable) {
+            spec.insert("tolerations".into(), untyped(&tolerations)?);
+        }
+        Ok(())
     }
 
     /// The plugins on an object being created in `namespace`; `objects` is where accounts are
@@ -147,19 +157,19 @@ impl Admission {
         if !is_pod(r) {
             return Ok(());
         }
-        let mut pod = typed(obj)?;
-        let mut changed = self.tolerations(&mut pod);
+        self.tolerations(obj)?;
         if self.on(Plugin::ServiceAccount) {
-            changed = true;
+            let mut pod: Pod = typed(obj)?;
             let ns = namespace.unwrap_or_default();
             let suffix = crate::objects::generate_name("");
             service_account::admit(&mut pod, ns, objects, &suffix).await.map_err(|why| {
                 let name = pod.metadata.name.as_deref().unwrap_or_default();
                 ApiError::forbidden_object(r, name, &why.to_string())
             })?;
-        }
-        if changed {
-            *obj = untyped(&pod)?;
+            // The plugin changes the spec only.
+            if let Some(obj) = obj.as_object_mut() {
+                obj.insert("spec".into(), untyped(&pod.spec)?);
+            }
         }
         Ok(())
     }
@@ -175,11 +185,7 @@ impl Admission {
         if !is_pod(r) || sub.is_some() {
             return Ok(());
         }
-        let mut pod = typed(obj)?;
-        if self.tolerations(&mut pod) {
-            *obj = untyped(&pod)?;
-        }
-        Ok(())
+        self.tolerations(obj)
     }
 }
 

@@ -3,7 +3,7 @@
 //! for them with a limit (300 s unless configured), so its eviction from a dead node waits that
 //! long and no longer. On creates and updates, as upstream.
 
-use k8s_openapi::api::core::v1::{Pod, Toleration};
+use k8s_openapi::api::core::v1::Toleration;
 
 /// The taint a node gets while its Ready condition is False.
 pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -17,10 +17,12 @@ fn tolerates(t: &Toleration, key: &str) -> bool {
     (k == key || k.is_empty()) && (effect == "NoExecute" || effect.is_empty())
 }
 
-/// Adds the missing tolerations; whether it added any.
-pub fn admit(pod: &mut Pod, not_ready_seconds: i64, unreachable_seconds: i64) -> bool {
-    let spec = pod.spec.get_or_insert_with(Default::default);
-    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+/// Adds the missing tolerations to a pod's; whether it added any.
+pub fn admit(
+    tolerations: &mut Vec<Toleration>,
+    not_ready_seconds: i64,
+    unreachable_seconds: i64,
+) -> bool {
     let mut added = false;
     for (key, seconds) in
         [(TAINT_NOT_READY, not_ready_seconds), (TAINT_UNREACHABLE, unreachable_seconds)]

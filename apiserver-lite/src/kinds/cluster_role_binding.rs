@@ -7,14 +7,15 @@ use serde_json::Value;
 
 use super::Strategy;
 use crate::errors::ApiError;
-use crate::objects::{self, rbac, typed, with_typed};
+use crate::objects::{self, rbac, typed};
 use crate::resources::ResourceType;
 use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
-    decode: objects::decode_typed::<ClusterRoleBinding>,
+    decode: |r, obj| {
+        objects::decode_converted::<ClusterRoleBinding>(r, obj, rbac::default_cluster_role_binding)
+    },
     schema: Some(crate::openapi::schema_of::<ClusterRoleBinding>),
-    defaults: |obj| with_typed(obj, rbac::default_cluster_role_binding),
     validate: |_, obj| Ok(rbac::validate_cluster_role_binding(&typed(obj)?)),
     validate_update,
     validate_status_update: validate_update,

@@ -5,13 +5,12 @@ use k8s_openapi::api::batch::v1::CronJob;
 use serde_json::json;
 
 use super::Strategy;
-use crate::objects::{self, batch, typed, with_typed};
+use crate::objects::{self, batch, typed};
 use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
-    decode: objects::decode_typed::<CronJob>,
+    decode: |r, obj| objects::decode_converted::<CronJob>(r, obj, batch::default_cron_job),
     schema: Some(crate::openapi::schema_of::<CronJob>),
-    defaults: |obj| with_typed(obj, batch::default_cron_job),
     prepare_for_create: |obj| {
         obj["status"] = json!({});
         Ok(())

@@ -8,9 +8,8 @@ use crate::objects::{self, apps, typed, with_typed};
 use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
-    decode: objects::decode_typed::<DaemonSet>,
+    decode: |r, obj| objects::decode_converted::<DaemonSet>(r, obj, apps::default_daemon_set),
     schema: Some(crate::openapi::schema_of::<DaemonSet>),
-    defaults: |obj| with_typed(obj, apps::default_daemon_set),
     prepare_for_create: |obj| with_typed(obj, apps::prepare_daemon_set_create),
     prepare_for_update: apps::bump_template_generation,
     validate: |_, obj| Ok(apps::validate_daemon_set(&typed(obj)?, None)),

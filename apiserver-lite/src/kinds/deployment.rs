@@ -5,13 +5,12 @@ use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::json;
 
 use super::{Strategy, scale};
-use crate::objects::{self, apps, typed, with_typed};
+use crate::objects::{self, apps, typed};
 use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
-    decode: objects::decode_typed::<Deployment>,
+    decode: |r, obj| objects::decode_converted::<Deployment>(r, obj, apps::default_deployment),
     schema: Some(crate::openapi::schema_of::<Deployment>),
-    defaults: |obj| with_typed(obj, apps::default_deployment),
     prepare_for_create: |obj| {
         obj["status"] = json!({});
         Ok(())

@@ -10,9 +10,8 @@ use crate::selectors::Source::Int;
 use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
-    decode: objects::decode_typed::<Job>,
+    decode: |r, obj| objects::decode_converted::<Job>(r, obj, batch::default_job),
     schema: Some(crate::openapi::schema_of::<Job>),
-    defaults: |obj| with_typed(obj, batch::default_job),
     prepare_for_create: |obj| with_typed(obj, batch::prepare_job_create),
     validate: |_, obj| Ok(batch::validate_job(&typed(obj)?, None)),
     validate_update: |_, old, new| Ok(batch::validate_job(&typed(new)?, Some(&typed(old)?))),

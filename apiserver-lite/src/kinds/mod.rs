@@ -86,11 +86,15 @@ pub enum Deletion {
 /// How a kind behaves; see the module's documentation.
 #[derive(Debug, Clone, Copy)]
 pub struct Strategy {
+    /// Decoding into the typed object (unknown fields reported) and back; the kinds whose
+    /// defaults are made on the typed object apply them here, as upstream's codec defaults
+    /// what it decodes, so a write converts once.
     pub decode: Decode,
     /// The typed object's OpenAPI schema (`kubectl explain`); `None` for kinds without a
     /// typed object here.
     pub schema: Option<crate::openapi::SchemaOf>,
-    /// Upstream's defaulting of the versioned type.
+    /// Upstream's defaulting of the versioned type, where it is made on the JSON form (the
+    /// typed kinds' is in `decode`); it runs right after decoding.
     pub defaults: Mutate,
     /// `PrepareForCreate` beyond metadata: no status from the client, an initial status, a
     /// generated selector.

@@ -7,15 +7,14 @@ use serde_json::Value;
 
 use super::{Deletion, Strategy};
 use crate::errors::ApiError;
-use crate::objects::{self, core, typed, with_typed};
+use crate::objects::{self, core, typed};
 use crate::resources::ResourceType;
 use crate::selectors::Source::{Bool, Str};
 use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
-    decode: objects::decode_typed::<Pod>,
+    decode: |r, obj| objects::decode_converted::<Pod>(r, obj, core::default_pod),
     schema: Some(crate::openapi::schema_of::<Pod>),
-    defaults: |obj| with_typed(obj, core::default_pod),
     prepare_for_create: core::prepare_pod_create,
     validate,
     validate_update: |_, old, new| Ok(core::validate_pod_update(false, &typed(old)?, &typed(new)?)),

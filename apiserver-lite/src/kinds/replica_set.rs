@@ -5,14 +5,13 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use serde_json::json;
 
 use super::{Strategy, scale};
-use crate::objects::{self, apps, typed, with_typed};
+use crate::objects::{self, apps, typed};
 use crate::selectors::Source::Int;
 use crate::table::printers;
 
 pub const STRATEGY: Strategy = Strategy {
-    decode: objects::decode_typed::<ReplicaSet>,
+    decode: |r, obj| objects::decode_converted::<ReplicaSet>(r, obj, apps::default_replica_set),
     schema: Some(crate::openapi::schema_of::<ReplicaSet>),
-    defaults: |obj| with_typed(obj, apps::default_replica_set),
     prepare_for_create: |obj| {
         obj["status"] = json!({});
         Ok(())

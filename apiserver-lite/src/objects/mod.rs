@@ -110,8 +110,9 @@ pub(crate) fn decode_converted<T: DeserializeOwned + Serialize>(
 }
 
 /// Decodes `obj` as the resource's type: wrong types fail with the field path, unknown fields are
-/// reported (and dropped, as upstream stores only what the type holds). A Secret's `stringData`
-/// is merged into its `data` here, so no rule, store or reader ever sees it.
+/// reported (and dropped, as upstream stores only what the type holds), and the kind's typed
+/// defaults are applied. A Secret's `stringData` is merged into its `data` here, so no rule,
+/// store or reader ever sees it.
 pub fn decode(r: &ResourceType, obj: Value) -> Result<(Value, Vec<String>), ApiError> {
     (r.strategy.decode)(r, obj)
 }

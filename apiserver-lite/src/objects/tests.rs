@@ -30,7 +30,7 @@ fn create_sets_metadata_and_pod_status() {
     let pods = &crate::resources::PODS;
     let mut obj = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "web-"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}});
     prepare_create(pods, Some("default"), &mut obj).unwrap();
-    apply_defaults(pods, &mut obj).unwrap();
+    let mut obj = decode(pods, obj).unwrap().0; // with the pod's defaults
     prepare_for_create(pods, &mut obj).unwrap();
     assert_eq!(obj["metadata"]["namespace"], "default");
     assert!(obj["metadata"]["name"].as_str().unwrap().starts_with("web-"));
@@ -39,8 +39,8 @@ fn create_sets_metadata_and_pod_status() {
     assert_eq!(obj["status"]["qosClass"], "BestEffort");
     assert_eq!(obj["spec"]["restartPolicy"], "Always");
     assert!(obj["spec"].get("serviceAccountName").is_none(), "admission names the account");
-    let mut old_field = json!({"spec": {"serviceAccount": "robot", "containers": [{"name": "c"}]}});
-    apply_defaults(pods, &mut old_field).unwrap();
+    let old_field = json!({"spec": {"serviceAccount": "robot", "containers": [{"name": "c"}]}});
+    let old_field = decode(pods, old_field).unwrap().0;
     assert_eq!(old_field["spec"]["serviceAccountName"], "robot");
     let mut wrong = json!({"metadata": {"namespace": "other"}});
     assert_eq!(prepare_create(pods, Some("default"), &mut wrong).unwrap_err().code, 400);
@@ -71,9 +71,8 @@ fn updates_keep_identity_separate_status_and_bump_generation_on_spec_changes() {
 fn a_pod_spec_is_immutable_except_images() {
     let pods = &crate::resources::PODS;
     let pod = |image: &str, policy: &str| {
-        let mut p = json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c", "image": image}], "restartPolicy": policy}});
-        apply_defaults(pods, &mut p).unwrap();
-        p
+        let p = json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c", "image": image}], "restartPolicy": policy}});
+        decode(pods, p).unwrap().0
     };
     let old = pod("x:1", "Always");
     let mut image = pod("x:2", "Always");
