@@ -3,12 +3,14 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fake_cri::{FakeCriServer, FakeRuntime, Match, OnSigterm, Program, Rpc};
 use kubelet::config::kubelet_config::KubeletConfig;
+use kubelet::eviction::Thresholds;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
@@ -70,6 +72,9 @@ impl Node {
             cgroup_root: "/kubelet-rs-test".into(),
             cgroups_per_qos: false,
             enforce_node_allocatable: Some(Vec::new()),
+            // Nor does it evict by the host's figures: a nearly full disk on the machine running
+            // the tests would have the eviction manager reclaim the pods' dead containers.
+            eviction_hard: host_independent_eviction(),
             address: [127, 0, 0, 1].into(),
             read_only_port: port,
             port: 0,
@@ -133,6 +138,13 @@ impl Node {
         self.kubelet.await.unwrap();
         self.fake.shutdown().await.unwrap();
     }
+}
+
+/// `evictionHard` with only a memory threshold no test host comes near (an unnamed signal has
+/// none, as upstream).
+fn host_independent_eviction() -> Thresholds {
+    let hard = BTreeMap::from([("memory.available".to_string(), "1Mi".to_string())]);
+    Thresholds::parse(&hard, false).unwrap()
 }
 
 async fn running(n: &Node, name: &str) -> Option<Value> {
