@@ -111,7 +111,8 @@ fn snapshot(
         }
     }
     for c in containers {
-        let uid = match snap.get(&c.pod_sandbox_id).or_else(|| last.get(&c.id)) {
+        let sandbox = snap.get(&c.pod_sandbox_id).filter(|(_, i)| matches!(i, Item::Sandbox(_)));
+        let uid = match sandbox.or_else(|| last.get(&c.id)) {
             Some((uid, _)) => uid.clone(),
             None => continue,
         };

@@ -20,13 +20,18 @@ use crate::error::{CallError, CallErrorKind, ConnectError};
 /// The CRI API version this client speaks.
 pub const CRI_API_VERSION: &str = "v1";
 
-/// The CRI v1 runtime service's gRPC name.
-const RUNTIME_SERVICE: &str = "runtime.v1.RuntimeService";
+/// The CRI v1 runtime service's gRPC name (a macro, so request paths are built from it).
+macro_rules! runtime_service {
+    () => {
+        "runtime.v1.RuntimeService"
+    };
+}
+const RUNTIME_SERVICE: &str = runtime_service!();
 
 /// A RuntimeService method's name and its request path.
 macro_rules! rpc {
     ($method:literal) => {
-        ($method, concat!("/runtime.v1.RuntimeService/", $method))
+        ($method, concat!("/", runtime_service!(), "/", $method))
     };
 }
 
