@@ -172,6 +172,7 @@ fn colon_pairs(flag: &str) -> Result<ColonPairs, String> {
 
 fn main() -> anyhow::Result<()> {
     kubelet::heap::tune();
+    raise_open_files_limit();
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
 }
 
@@ -308,6 +309,19 @@ async fn run() -> anyhow::Result<()> {
 
     let stop = daemon::stop_on_signal("pods keep running")?;
     kubelet::run(config, stop).await.context("kubelet")
+}
+
+/// Raises the soft limit on open files to the hard one, as Go's runtime does for upstream's
+/// kubelet: the stats keep the pods' cgroup control files open between scrapes (seven a pod),
+/// which a soft limit of 1,024 would cut to a quarter of it.
+fn raise_open_files_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+    {
+        eprintln!("kubelet: raising the open files limit from {soft} to {hard}: {e}");
+    }
 }
 
 #[cfg(test)]

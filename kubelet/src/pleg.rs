@@ -106,7 +106,7 @@ fn snapshot(
 ) -> Snapshot {
     let mut snap = Snapshot::new();
     for s in sandboxes {
-        if let Some(uid) = uid_of(&s.labels) {
+        if let Some(uid) = s.pod_uid_label {
             snap.insert(s.id, (uid, Item::Sandbox(s.state)));
         }
     }
@@ -366,13 +366,18 @@ mod tests {
     }
 
     #[test]
+    fn the_label_a_brief_sandbox_keeps_is_the_one_the_kubelet_puts_its_pods_uid_in() {
+        assert_eq!(brief::POD_UID_LABEL, keys::POD_UID);
+    }
+
+    #[test]
     fn a_container_belongs_to_its_sandboxs_pod_or_else_to_the_pod_it_had() {
         let ready = cri::PodSandboxState::SandboxReady as i32;
         let running = cri::ContainerState::ContainerRunning;
         let sandbox = |id: &str, uid: Option<&str>| brief::Sandbox {
             id: id.into(),
             state: ready,
-            labels: uid.map(|u| (keys::POD_UID.to_string(), u.to_string())).into_iter().collect(),
+            pod_uid_label: uid.map(str::to_string),
             ..Default::default()
         };
         let container = |id: &str, sandbox: &str| brief::Container {

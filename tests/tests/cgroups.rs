@@ -254,3 +254,81 @@ async fn bad_cgroup_settings_stop_the_start_naming_the_field_and_reason() {
     let report = containerd.stop().await;
     assert!(report.is_clean(), "teardown leaked: {report:#?}");
 }
+
+/// The control files this process holds open under `dir` (directory handles not counted).
+fn open_files_under(dir: &Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.starts_with(dir) && target.is_file())
+        .count()
+}
+
+/// Removes a test cgroup tree in every v1 hierarchy, whatever the test left.
+struct RemoveOnDrop(String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for controller in ["cpu", "cpuacct", "cpuset", "memory", "pids", "hugetlb"] {
+            let top = v1(controller, &self.0);
+            for dir in [top.join("qos/pod"), top.join("qos"), top] {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
+}
+
+/// On the real cgroup filesystem the stats keep a pod's control files open between readings:
+/// each reading sees the kernel's figures of that moment, a cgroup the kubelet removes has its
+/// files closed first, and one removed and made again by someone else (the kept files then
+/// answer `ENODEV`) is read afresh by path; a reading that no longer asks for a file closes it.
+#[test]
+fn kept_control_files_read_fresh_figures_and_follow_a_cgroup_made_again() {
+    if !require::real_runtime(&[]) {
+        return;
+    }
+    assert!(is_v1(), "this test reads cgroup v1 files; the v2 reads are unit-tested");
+    use kubelet::cm::cgroupfs::{CgroupFs, Cgroups, Processes};
+    use kubelet::cm::resources::ResourceConfig;
+
+    let top = format!("/e2e-kept-{}", std::process::id());
+    let _cleanup = RemoveOnDrop(top.clone());
+    let pod = format!("{top}/qos/pod");
+    let fs = CgroupFs::new("/sys/fs/cgroup");
+    fs.create(&pod, &ResourceConfig::default()).unwrap();
+    let pids = v1("pids", &pod);
+
+    assert_eq!(fs.usage(&pod, Processes::Count).unwrap().processes, Some(0));
+    assert_eq!(open_files_under(&v1("pids", &top)), 1, "pids.current kept open");
+    let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+    std::fs::write(pids.join("cgroup.procs"), child.id().to_string()).unwrap();
+    assert_eq!(
+        fs.usage(&pod, Processes::Count).unwrap().processes,
+        Some(1),
+        "the kept file read again shows the process that joined"
+    );
+    assert_eq!(fs.usage(&pod, Processes::Skip).unwrap().processes, None);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Removed and made again behind the reader's back: the kept files answer ENODEV and the
+    // new cgroup's are opened by path.
+    for controller in ["cpu", "cpuacct", "cpuset", "memory", "pids"] {
+        std::fs::remove_dir(v1(controller, &pod)).unwrap();
+    }
+    assert_eq!(fs.usage(&pod, Processes::Count), None, "gone");
+    fs.create(&pod, &ResourceConfig::default()).unwrap();
+    assert_eq!(fs.usage(&pod, Processes::Count).unwrap().processes, Some(0), "made again");
+
+    // A reading that does not ask for the pod closes its files; so does removing it.
+    fs.end_reading();
+    assert!(open_files_under(&v1("memory", &top)) > 0, "read since the last reading's end");
+    fs.end_reading();
+    assert_eq!(open_files_under(&v1("memory", &top)), 0, "not read in the last reading");
+    fs.usage(&pod, Processes::Count).unwrap();
+    assert!(open_files_under(&v1("memory", &top)) > 0);
+    fs.remove(&pod).unwrap();
+    assert_eq!(open_files_under(&v1("memory", &top)), 0, "closed before the cgroup is removed");
+    assert!(!v1("memory", &pod).exists());
+}

@@ -44,8 +44,20 @@ pub trait Cgroups: Send + Sync + std::fmt::Debug {
     fn remove(&self, path: &str) -> Result<(), CgroupError>;
     /// The names of the cgroup's child directories (in the memory hierarchy on v1).
     fn children(&self, path: &str) -> Vec<String>;
-    /// What the cgroup's processes use, as cAdvisor reads it; `None` when it is gone.
-    fn usage(&self, path: &str) -> Option<CgroupUsage>;
+    /// What the cgroup's processes use, as cAdvisor reads it (their count where `processes`
+    /// asks for it); `None` when it is gone.
+    fn usage(&self, path: &str, processes: Processes) -> Option<CgroupUsage>;
+    /// Ends a reading of every pod's usage: the control files kept open for it and not read
+    /// since the last one are closed ([`ControlFiles::sweep`]).
+    fn end_reading(&self);
+}
+
+/// Whether a usage reading counts the cgroup's processes (pods' figures have the count,
+/// containers' do not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Processes {
+    Count,
+    Skip,
 }
 
 /// A cgroup's CPU, memory and process figures (cAdvisor's, for the summary API).
@@ -255,6 +267,7 @@ impl Cgroups for CgroupFs {
         let mut first_error = None;
         for h in self.all_hierarchies() {
             let dir = h.join(rel);
+            self.files.close_under(&dir);
             if dir.is_dir()
                 && let Err(e) = remove_tree(&dir)
             {
@@ -264,7 +277,8 @@ impl Cgroups for CgroupFs {
         first_error.map_or(Ok(()), Err)
     }
 
-    fn usage(&self, path: &str) -> Option<CgroupUsage> {
+    fn usage(&self, path: &str, processes: Processes) -> Option<CgroupUsage> {
+        let counted = processes == Processes::Count;
         let read =
             |controller: &str, file: &str| self.files.read(&self.dir(controller, path), file);
         let number = |controller: &str, file: &str| read(controller, file)?.trim().parse().ok();
@@ -280,7 +294,7 @@ impl Cgroups for CgroupFs {
                 rss: stat(&memory, "anon"),
                 page_faults: stat(&memory, "pgfault"),
                 major_page_faults: stat(&memory, "pgmajfault"),
-                processes: number("", "pids.current"),
+                processes: counted.then(|| number("", "pids.current")).flatten(),
             });
         }
         let memory = read("memory", "memory.stat").unwrap_or_default();
@@ -293,7 +307,7 @@ impl Cgroups for CgroupFs {
             rss: stat(&memory, "total_rss"),
             page_faults: stat(&memory, "total_pgfault"),
             major_page_faults: stat(&memory, "total_pgmajfault"),
-            processes: number("pids", "pids.current"),
+            processes: counted.then(|| number("pids", "pids.current")).flatten(),
         })
     }
 
@@ -306,6 +320,10 @@ impl Cgroups for CgroupFs {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    fn end_reading(&self) {
+        self.files.sweep();
     }
 }
 
@@ -471,7 +489,7 @@ mod tests {
             "cache 1\ninactive_file 9\ntotal_inactive_file 4000\ntotal_rss 5000\ntotal_pgfault 7\ntotal_pgmajfault 2\n",
         );
         put("pids/kubepods/podu/pids.current", "3\n");
-        let u = fs.usage("/kubepods/podu").unwrap();
+        let u = fs.usage("/kubepods/podu", Processes::Count).unwrap();
         assert_eq!(
             u,
             CgroupUsage {
@@ -484,7 +502,13 @@ mod tests {
                 processes: Some(3),
             }
         );
-        assert_eq!(fs.usage("/kubepods/gone"), None, "a cgroup that is not there");
+        assert_eq!(
+            fs.usage("/kubepods/gone", Processes::Count),
+            None,
+            "a cgroup that is not there"
+        );
+        let skipped = fs.usage("/kubepods/podu", Processes::Skip).unwrap();
+        assert_eq!((skipped.processes, skipped.cpu_nanos), (None, Some(123_456_789)), "no count");
 
         let root = tempfile::tempdir().unwrap();
         std::fs::write(root.path().join("cgroup.controllers"), "cpu memory pids").unwrap();
@@ -498,7 +522,9 @@ mod tests {
         )
         .unwrap();
         std::fs::write(pod.join("pids.current"), "2\n").unwrap();
-        let u = CgroupFs::new(root.path().to_path_buf()).usage("kubepods/podu").unwrap();
+        let u = CgroupFs::new(root.path().to_path_buf())
+            .usage("kubepods/podu", Processes::Count)
+            .unwrap();
         assert_eq!(
             (u.cpu_nanos, u.working_set, u.rss, u.processes),
             (Some(42_000), Some(7168), Some(4096), Some(2))

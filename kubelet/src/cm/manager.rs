@@ -267,8 +267,17 @@ impl ContainerManager {
     }
 
     /// What a cgroup's processes use (see [`super::cgroupfs::CgroupUsage`]).
-    pub fn usage(&self, path: &str) -> Option<super::cgroupfs::CgroupUsage> {
-        self.cgroups.usage(path)
+    pub fn usage(
+        &self,
+        path: &str,
+        processes: super::cgroupfs::Processes,
+    ) -> Option<super::cgroupfs::CgroupUsage> {
+        self.cgroups.usage(path, processes)
+    }
+
+    /// Ends a reading of every pod's usage (see [`super::cgroupfs::Cgroups::end_reading`]).
+    pub fn end_reading(&self) {
+        self.cgroups.end_reading();
     }
 
     /// Removes a pod's cgroup wherever it is (its QoS class may be unknown).

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::cgroupfs::{CgroupError, CgroupFs, CgroupUsage, Cgroups};
+use super::cgroupfs::{CgroupError, CgroupFs, CgroupUsage, Cgroups, Processes};
 use super::resources::{ResourceConfig, shares_to_weight};
 
 pub mod bus;
@@ -255,8 +255,12 @@ impl Cgroups for SystemdCgroups {
         self.fs.children(path)
     }
 
-    fn usage(&self, path: &str) -> Option<CgroupUsage> {
-        self.fs.usage(path)
+    fn usage(&self, path: &str, processes: Processes) -> Option<CgroupUsage> {
+        self.fs.usage(path, processes)
+    }
+
+    fn end_reading(&self) {
+        self.fs.end_reading();
     }
 }
 

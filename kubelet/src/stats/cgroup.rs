@@ -11,7 +11,7 @@ use proto::cri;
 
 use super::cri::{Listing, Sandbox};
 use crate::cm::ContainerManager;
-use crate::cm::cgroupfs::CgroupUsage;
+use crate::cm::cgroupfs::{CgroupUsage, Processes};
 
 fn value(v: Option<u64>) -> Option<cri::UInt64Value> {
     v.map(|value| cri::UInt64Value { value })
@@ -44,7 +44,8 @@ pub fn readers() -> usize {
 }
 
 /// Each listed pod whose cgroup is there, with its running containers. The pods are read by
-/// `threads` threads.
+/// `threads` threads; the control files kept open for pods and containers no longer listed are
+/// closed after.
 pub fn sandbox_stats(
     listing: &Listing,
     cm: &ContainerManager,
@@ -56,17 +57,20 @@ pub fn sandbox_stats(
     let read = |part: &[&Sandbox]| -> Vec<cri::PodSandboxStats> {
         part.iter().filter_map(|s| pod_stats(s, listing, cm, at)).collect()
     };
-    if sandboxes.len() <= chunk {
-        return read(&sandboxes);
-    }
-    std::thread::scope(|scope| {
-        let parts: Vec<_> =
-            sandboxes.chunks(chunk).map(|part| scope.spawn(move || read(part))).collect();
-        parts
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            .collect()
-    })
+    let stats = if sandboxes.len() <= chunk {
+        read(&sandboxes)
+    } else {
+        std::thread::scope(|scope| {
+            let parts: Vec<_> =
+                sandboxes.chunks(chunk).map(|part| scope.spawn(move || read(part))).collect();
+            parts
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        })
+    };
+    cm.end_reading();
+    stats
 }
 
 /// One pod's figures, if its cgroup is there.
@@ -77,12 +81,12 @@ fn pod_stats(
     at: i64,
 ) -> Option<cri::PodSandboxStats> {
     let path = cm.pod_cgroup_of(&sandbox.pod.uid)?;
-    let pod = cm.usage(&path)?;
+    let pod = cm.usage(&path, Processes::Count)?;
     let container_cgroup = cm.container_cgroups(&path);
     let containers = listing
         .containers_of(&sandbox.id)
         .map(|c| {
-            let usage = cm.usage(&container_cgroup(&c.id)).unwrap_or_default();
+            let usage = cm.usage(&container_cgroup(&c.id), Processes::Skip).unwrap_or_default();
             cri::ContainerStats {
                 attributes: Some(cri::ContainerAttributes {
                     id: c.id.clone(),
