@@ -239,6 +239,38 @@ async fn list_filters_by_id_prefix_state_sandbox_and_labels() {
     assert_eq!(pods("b").await.unwrap().items.into_iter().map(|p| p.id).collect::<Vec<_>>(), [b]);
 }
 
+/// The brief lists (the relist's) send their filter whole however large: a label selector of
+/// some 6 KB, beyond the request buffer they start with, still selects.
+#[tokio::test]
+async fn brief_lists_send_a_filter_larger_than_their_request_buffer() {
+    let rig = Rig::new().await;
+    let a = rig.sandbox("a").await;
+    rig.sandbox("b").await;
+    let one = rig.run(&a, "one").await;
+    let mut selector: HashMap<String, String> =
+        (0..100).map(|i| (format!("absent-{i:03}-{}", "k".repeat(20)), "v".repeat(30))).collect();
+    let sandboxes = |selector: HashMap<String, String>| {
+        let filter = cri::PodSandboxFilter { label_selector: selector, ..Default::default() };
+        rig.client.list_pod_sandbox_brief(cri::ListPodSandboxRequest { filter: Some(filter) })
+    };
+    assert!(sandboxes(selector.clone()).await.unwrap().is_empty(), "no sandbox has them");
+    let only_a = HashMap::from([("app".to_string(), "a".to_string())]);
+    let listed = sandboxes(only_a.clone()).await.unwrap();
+    assert_eq!(listed.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), [a.as_str()]);
+    assert_eq!(listed[0].metadata.as_ref().map(|m| m.uid.as_str()), Some("uid-a"));
+
+    selector.retain(|_, _| false);
+    selector.insert("container".into(), "one".repeat(2000));
+    let filter = cri::ContainerFilter { label_selector: selector, ..Default::default() };
+    let none =
+        rig.client.list_containers_brief(cri::ListContainersRequest { filter: Some(filter) });
+    assert!(none.await.unwrap().is_empty());
+    let filter = cri::ContainerFilter { pod_sandbox_id: a.clone(), ..Default::default() };
+    let listed =
+        rig.client.list_containers_brief(cri::ListContainersRequest { filter: Some(filter) });
+    assert_eq!(listed.await.unwrap().iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [one]);
+}
+
 /// The sandbox's address, as the kubelet reads it for `status.podIP`.
 async fn pod_ip(rig: &Rig, sandbox: &str) -> String {
     let status = rig.client.pod_sandbox_status(cri::PodSandboxStatusRequest {
