@@ -57,7 +57,7 @@ struct Base {
 
 /// A control file kept open, and whether a read asked for it since the last sweep.
 #[derive(Debug)]
-struct Kept {
+struct KeptFile {
     file: Arc<File>,
     read: bool,
 }
@@ -66,7 +66,7 @@ struct Kept {
 #[derive(Debug)]
 pub struct ControlFiles {
     handles: Mutex<HashMap<PathBuf, Base>>,
-    kept: Mutex<HashMap<PathBuf, Kept>>,
+    files: Mutex<HashMap<PathBuf, KeptFile>>,
     keep: Keep,
     limit: usize,
 }
@@ -82,7 +82,7 @@ impl ControlFiles {
         let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
             .map_or(1024, |(soft, _)| soft);
         let limit = usize::try_from(soft / 4).unwrap_or(MAX_KEPT).min(MAX_KEPT);
-        Self { handles: Mutex::default(), kept: Mutex::default(), keep, limit }
+        Self { handles: Mutex::default(), files: Mutex::default(), keep, limit }
     }
 
     /// The text of `file` in the cgroup directory `dir`; `None` when it cannot be read (the
@@ -134,8 +134,8 @@ impl ControlFiles {
         self.handles.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn lock_kept(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Kept>> {
-        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock_files(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, KeptFile>> {
+        self.files.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The kept handle on `base`, opened on first use.
@@ -164,42 +164,42 @@ impl ControlFiles {
 
     /// The kept file at `path`, marked as read.
     fn kept_file(&self, path: &Path) -> Option<Arc<File>> {
-        let mut kept = self.lock_kept();
+        let mut kept = self.lock_files();
         let entry = kept.get_mut(path)?;
         entry.read = true;
         Some(entry.file.clone())
     }
 
     fn keep_file(&self, path: PathBuf, file: File) {
-        let mut kept = self.lock_kept();
+        let mut kept = self.lock_files();
         if kept.len() < self.limit {
-            kept.insert(path, Kept { file: Arc::new(file), read: true });
+            kept.insert(path, KeptFile { file: Arc::new(file), read: true });
         }
     }
 
     fn forget_file(&self, path: &Path) {
-        self.lock_kept().remove(path);
+        self.lock_files().remove(path);
     }
 
     /// Closes the kept files no read asked for since the last sweep (those of containers and
     /// pods that are gone); the stats call it after each reading of every pod.
     pub fn sweep(&self) {
-        self.lock_kept().retain(|_, kept| std::mem::take(&mut kept.read));
+        self.lock_files().retain(|_, kept| std::mem::take(&mut kept.read));
     }
 
     /// Closes the kept files in `dir` and below it (a cgroup about to be removed).
     pub fn close_under(&self, dir: &Path) {
-        self.lock_kept().retain(|path, _| !path.starts_with(dir));
+        self.lock_files().retain(|path, _| !path.starts_with(dir));
     }
 
     /// How many directory handles are kept.
-    pub fn kept(&self) -> usize {
+    pub fn handles_kept(&self) -> usize {
         self.lock().len()
     }
 
     /// How many control files are kept open.
-    pub fn open_files(&self) -> usize {
-        self.lock_kept().len()
+    pub fn files_kept(&self) -> usize {
+        self.lock_files().len()
     }
 }
 
@@ -246,10 +246,10 @@ mod tests {
         let files = ControlFiles::default();
         assert_eq!(files.read(&qos.join("poda/c1"), "memory.stat").as_deref(), Some("1\n"));
         assert_eq!(files.read(&qos.join("podb/c1"), "memory.stat").as_deref(), Some("2\n"));
-        assert_eq!(files.kept(), 1, "both containers' grandparent is the QoS level");
-        assert_eq!(files.open_files(), 0, "files off a cgroup filesystem are not kept open");
+        assert_eq!(files.handles_kept(), 1, "both containers' grandparent is the QoS level");
+        assert_eq!(files.files_kept(), 0, "files off a cgroup filesystem are not kept open");
         assert_eq!(files.read(&qos.join("podb/gone"), "memory.stat"), None);
-        assert_eq!(files.kept(), 1, "a cgroup that is gone leaves the handle");
+        assert_eq!(files.handles_kept(), 1, "a cgroup that is gone leaves the handle");
     }
 
     #[test]
@@ -264,9 +264,9 @@ mod tests {
         std::fs::create_dir_all(qos.join("poda/c1")).unwrap();
         std::fs::write(qos.join("poda/c1/cpu.stat"), "usage_usec 2\n").unwrap();
         assert_eq!(files.read(&qos.join("poda/c1"), "cpu.stat").as_deref(), Some("usage_usec 2\n"));
-        assert_eq!(files.kept(), 0, "the stale handle is dropped");
+        assert_eq!(files.handles_kept(), 0, "the stale handle is dropped");
         assert_eq!(files.read(&qos.join("poda/c1"), "cpu.stat").as_deref(), Some("usage_usec 2\n"));
-        assert_eq!(files.kept(), 1, "and the new directory kept");
+        assert_eq!(files.handles_kept(), 1, "and the new directory kept");
     }
 
     #[test]
@@ -280,21 +280,21 @@ mod tests {
         let files = ControlFiles::new(Keep::Any);
         assert_eq!(files.read(&qos.join("poda"), "memory.stat").as_deref(), Some("total_rss 1\n"));
         assert!(files.read(&qos.join("podb"), "memory.stat").is_some());
-        assert_eq!(files.open_files(), 2);
+        assert_eq!(files.files_kept(), 2);
         // Written afresh in place, as the kernel writes a control file at each read.
         std::fs::write(qos.join("poda/memory.stat"), "total_rss 22\n").unwrap();
         assert_eq!(files.read(&qos.join("poda"), "memory.stat").as_deref(), Some("total_rss 22\n"));
 
         files.sweep();
-        assert_eq!(files.open_files(), 2, "both were read since the last sweep");
+        assert_eq!(files.files_kept(), 2, "both were read since the last sweep");
         assert!(files.read(&qos.join("poda"), "memory.stat").is_some());
         files.sweep();
-        assert_eq!(files.open_files(), 1, "podb was not read since: closed");
+        assert_eq!(files.files_kept(), 1, "podb was not read since: closed");
 
         files.close_under(&qos.join("poda"));
-        assert_eq!(files.open_files(), 0, "a cgroup about to be removed has its files closed");
+        assert_eq!(files.files_kept(), 0, "a cgroup about to be removed has its files closed");
         assert_eq!(files.read(&qos.join("poda"), "memory.stat").as_deref(), Some("total_rss 22\n"));
-        assert_eq!(files.open_files(), 1, "and is kept again once read");
+        assert_eq!(files.files_kept(), 1, "and is kept again once read");
     }
 
     #[test]
@@ -308,7 +308,7 @@ mod tests {
             std::fs::write(qos.join(pod).join("pids.current"), pod).unwrap();
             assert_eq!(files.read(&qos.join(pod), "pids.current").as_deref(), Some(pod));
         }
-        assert_eq!(files.open_files(), 2);
+        assert_eq!(files.files_kept(), 2);
         assert_eq!(files.read(&qos.join("c"), "pids.current").as_deref(), Some("c"), "read anyway");
     }
 
