@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use api::keys;
-use proto::{CriClient, brief, cri};
+use proto::brief::{self, Text};
+use proto::{CriClient, cri};
 use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -45,8 +46,9 @@ enum Item {
     Container(i32),
 }
 
-/// What the last relist saw: id → (pod uid, item and state).
-type Snapshot = HashMap<String, (String, Item)>;
+/// What the last relist saw: id → (pod uid, item and state), slices of the runtime's answers
+/// ([`brief::Text`]) until the next relist replaces them.
+type Snapshot = HashMap<Text, (Text, Item)>;
 
 /// The pods the runtime holds, as of the last relist (housekeeping compares it to the desired
 /// pods).
@@ -138,7 +140,7 @@ fn diff(old: &Snapshot, new: &Snapshot) -> Vec<PodLifecycleEvent> {
             }
             Item::Container(_) => EventKind::ContainerChanged,
         };
-        events.push(PodLifecycleEvent { uid: uid.clone(), kind, id: id.clone() });
+        events.push(PodLifecycleEvent { uid: uid.into(), kind, id: id.into() });
     }
     for (id, (uid, item)) in old {
         if !new.contains_key(id) {
@@ -147,7 +149,7 @@ fn diff(old: &Snapshot, new: &Snapshot) -> Vec<PodLifecycleEvent> {
             } else {
                 EventKind::ContainerRemoved
             };
-            events.push(PodLifecycleEvent { uid: uid.clone(), kind, id: id.clone() });
+            events.push(PodLifecycleEvent { uid: uid.into(), kind, id: id.into() });
         }
     }
     events
@@ -203,6 +205,7 @@ impl Pleg {
     /// Relists until `stop`.
     pub async fn run(self, stop: CancellationToken) {
         let mut last = Snapshot::new();
+        let mut counts = running_counts(&last);
         let mut last_relist: Option<Instant> = None;
         let mut ticker = tokio::time::interval(self.period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -224,10 +227,19 @@ impl Pleg {
             };
             let ended = Instant::now();
             self.health.mark();
-            let (pods, containers) = running_counts(&snap);
-            self.metrics.relisted(pods, containers);
             let events = diff(&last, &snap);
-            let uids: BTreeSet<String> = snap.values().map(|(u, _)| u.clone()).collect();
+            if events.is_empty() && self.pods.borrow().relisted {
+                // Nothing changed (every relist at idle): the counts, the pods the runtime
+                // holds and the timeline's pods stand as the last relist left them.
+                self.metrics.relisted(counts.0, counts.1);
+                self.timeline.relisted_unchanged(started);
+                last = snap;
+                self.metrics.pleg_relist_duration.observe_duration(started.elapsed());
+                continue;
+            }
+            counts = running_counts(&snap);
+            self.metrics.relisted(counts.0, counts.1);
+            let uids: BTreeSet<String> = snap.values().map(|(u, _)| u.into()).collect();
             // Recorded before the events wake the workers, so their syncs read afresh.
             let changed = events.iter().map(|e| e.uid.as_str());
             self.timeline.relisted(started, ended, changed, &uids);
@@ -308,15 +320,29 @@ mod tests {
         let ready = cri::PodSandboxState::SandboxReady as i32;
         let not_ready = cri::PodSandboxState::SandboxNotready as i32;
         let snap = Snapshot::from([
-            ("s1".to_string(), ("p1".to_string(), Item::Sandbox(ready))),
-            ("s2".to_string(), ("p2".to_string(), Item::Sandbox(not_ready))),
-            ("s3".to_string(), ("p3".to_string(), Item::Sandbox(ready))),
-            ("c1".to_string(), c("p1", cri::ContainerState::ContainerRunning)),
-            ("c2".to_string(), c("p1", cri::ContainerState::ContainerExited)),
-            ("c3".to_string(), c("p3", cri::ContainerState::ContainerCreated)),
-            ("c4".to_string(), c("p3", cri::ContainerState::ContainerUnknown)),
+            (Text::from("s1"), (Text::from("p1"), Item::Sandbox(ready))),
+            (Text::from("s2"), (Text::from("p2"), Item::Sandbox(not_ready))),
+            (Text::from("s3"), (Text::from("p3"), Item::Sandbox(ready))),
+            (Text::from("c1"), c("p1", cri::ContainerState::ContainerRunning)),
+            (Text::from("c2"), c("p1", cri::ContainerState::ContainerExited)),
+            (Text::from("c3"), c("p3", cri::ContainerState::ContainerCreated)),
+            (Text::from("c4"), c("p3", cri::ContainerState::ContainerUnknown)),
         ]);
         assert_eq!(running_counts(&snap), (2, [1, 1, 1, 1]));
+    }
+
+    fn run_sandbox(uid: &str) -> cri::RunPodSandboxRequest {
+        let config = cri::PodSandboxConfig {
+            metadata: Some(cri::PodSandboxMetadata {
+                name: format!("p-{uid}"),
+                uid: uid.into(),
+                namespace: "default".into(),
+                attempt: 0,
+            }),
+            labels: HashMap::from([(keys::POD_UID.to_string(), uid.to_string())]),
+            ..Default::default()
+        };
+        cri::RunPodSandboxRequest { config: Some(config), runtime_handler: String::new() }
     }
 
     #[tokio::test]
@@ -324,24 +350,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fake = fake_cri::FakeCriServer::start(&dir.path().join("cri.sock")).unwrap();
         let cri = CriClient::connect(fake.endpoint(), Default::default()).await.unwrap();
-        let config = cri::PodSandboxConfig {
-            metadata: Some(cri::PodSandboxMetadata {
-                name: "p".into(),
-                uid: "u1".into(),
-                namespace: "default".into(),
-                attempt: 0,
-            }),
-            labels: HashMap::from([(keys::POD_UID.to_string(), "u1".to_string())]),
-            ..Default::default()
-        };
-        let run =
-            cri::RunPodSandboxRequest { config: Some(config), runtime_handler: String::new() };
-        cri.run_pod_sandbox(run).await.unwrap();
+        cri.run_pod_sandbox(run_sandbox("u1")).await.unwrap();
         let metrics = Arc::new(KubeletMetrics::new("n"));
-        let (events, _events_rx) = mpsc::channel(16);
-        let (pods, _pods_rx) = watch::channel(RuntimePods::default());
+        let (events, mut events_rx) = mpsc::channel(16);
+        let (pods, pods_rx) = watch::channel(RuntimePods::default());
         let pleg = Pleg {
-            cri,
+            cri: cri.clone(),
             period: Duration::from_millis(20),
             events,
             pods,
@@ -351,18 +365,37 @@ mod tests {
         };
         let stop = CancellationToken::new();
         let task = tokio::spawn(pleg.run(stop.clone()));
-        for _ in 0..200 {
-            if metrics.pleg_relist_interval.count() >= 2 {
-                break;
+        let relists = |n: u64| {
+            let metrics = metrics.clone();
+            async move {
+                for _ in 0..200 {
+                    if metrics.pleg_relist_interval.count() >= n {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                panic!("fewer than {n} relists");
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        };
+        relists(3).await;
+        // The first relist saw u1 appear, the later ones nothing: what it set stands.
+        assert_eq!(events_rx.try_recv().map(|e| e.uid).ok().as_deref(), Some("u1"));
+        assert!(events_rx.try_recv().is_err());
+        assert_eq!(metrics.running_pods.get(), 1.0);
+        let runtime_pods = pods_rx.borrow().clone();
+        assert_eq!(runtime_pods, RuntimePods { uids: ["u1".to_string()].into(), relisted: true });
+        assert!(metrics.pleg_relist_duration.count() >= 3);
+        assert!(metrics.pleg_last_seen.get() > 1.7e9);
+
+        // A change after quiet relists is seen.
+        cri.run_pod_sandbox(run_sandbox("u2")).await.unwrap();
+        let seen = metrics.pleg_relist_interval.count();
+        relists(seen + 2).await;
+        assert_eq!(events_rx.try_recv().map(|e| e.uid).ok().as_deref(), Some("u2"));
+        assert_eq!(metrics.running_pods.get(), 2.0);
+        assert_eq!(pods_rx.borrow().uids, ["u1".to_string(), "u2".to_string()].into());
         stop.cancel();
         task.await.unwrap();
-        assert!(metrics.pleg_relist_interval.count() >= 2);
-        assert!(metrics.pleg_relist_duration.count() >= 2);
-        assert!(metrics.pleg_last_seen.get() > 1.7e9);
-        assert_eq!(metrics.running_pods.get(), 1.0);
     }
 
     #[test]
@@ -377,7 +410,7 @@ mod tests {
         let sandbox = |id: &str, uid: Option<&str>| brief::Sandbox {
             id: id.into(),
             state: ready,
-            pod_uid_label: uid.map(str::to_string),
+            pod_uid_label: uid.map(Text::from),
             ..Default::default()
         };
         let container = |id: &str, sandbox: &str| brief::Container {
@@ -386,7 +419,7 @@ mod tests {
             state: running as i32,
             ..Default::default()
         };
-        let last = Snapshot::from([("c3".to_string(), c("p3", running))]);
+        let last = Snapshot::from([(Text::from("c3"), c("p3", running))]);
         let snap = snapshot(
             vec![sandbox("s1", Some("p1")), sandbox("s9", None)],
             vec![
@@ -400,28 +433,28 @@ mod tests {
         assert_eq!(
             snap,
             Snapshot::from([
-                ("s1".to_string(), ("p1".to_string(), Item::Sandbox(ready))),
-                ("c1".to_string(), c("p1", running)),
-                ("c3".to_string(), c("p3", running)),
+                (Text::from("s1"), (Text::from("p1"), Item::Sandbox(ready))),
+                (Text::from("c1"), c("p1", running)),
+                (Text::from("c3"), c("p3", running)),
             ])
         );
     }
 
-    fn c(uid: &str, s: cri::ContainerState) -> (String, Item) {
-        (uid.to_string(), Item::Container(s as i32))
+    fn c(uid: &str, s: cri::ContainerState) -> (Text, Item) {
+        (Text::from(uid), Item::Container(s as i32))
     }
 
     #[test]
     fn differences_become_events() {
         let old = Snapshot::from([
-            ("c1".to_string(), c("p1", cri::ContainerState::ContainerRunning)),
-            ("c2".to_string(), c("p2", cri::ContainerState::ContainerRunning)),
-            ("c3".to_string(), c("p3", cri::ContainerState::ContainerExited)),
+            (Text::from("c1"), c("p1", cri::ContainerState::ContainerRunning)),
+            (Text::from("c2"), c("p2", cri::ContainerState::ContainerRunning)),
+            (Text::from("c3"), c("p3", cri::ContainerState::ContainerExited)),
         ]);
         let new = Snapshot::from([
-            ("c1".to_string(), c("p1", cri::ContainerState::ContainerRunning)),
-            ("c2".to_string(), c("p2", cri::ContainerState::ContainerExited)),
-            ("c4".to_string(), c("p4", cri::ContainerState::ContainerRunning)),
+            (Text::from("c1"), c("p1", cri::ContainerState::ContainerRunning)),
+            (Text::from("c2"), c("p2", cri::ContainerState::ContainerExited)),
+            (Text::from("c4"), c("p4", cri::ContainerState::ContainerRunning)),
         ]);
         let mut events: Vec<(String, EventKind)> =
             diff(&old, &new).into_iter().map(|e| (e.uid, e.kind)).collect();

@@ -184,7 +184,7 @@ impl ContainerLogManager {
         let running: Vec<String> = containers
             .into_iter()
             .filter(|c| c.state == cri::ContainerState::ContainerRunning as i32)
-            .map(|c| c.id)
+            .map(|c| String::from(c.id))
             .collect();
         let paths = self.log_paths(&running).await;
         let measured = tokio::task::spawn_blocking(move || {

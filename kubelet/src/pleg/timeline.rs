@@ -56,6 +56,13 @@ impl PodTimeline {
         inner.relist_began = Some(began);
     }
 
+    /// A relist that began at `began` saw nothing change: the pods it found are the ones the
+    /// last relist found, so those kept stay (a pod a runtime event alone named, gone from the
+    /// runtime, is forgotten at the next relist that sees a change).
+    pub fn relisted_unchanged(&self, began: Instant) {
+        self.lock().relist_began = Some(began);
+    }
+
     /// A runtime event about `uid` arrived at `at`.
     pub fn changed(&self, uid: &str, at: Instant) {
         let mut inner = self.lock();
@@ -161,6 +168,20 @@ mod tests {
         assert!(timeline.quiet_since(t0 + s(12), t0 + s(22), PERIOD));
         timeline.changed("b", t0 + s(23));
         assert!(!timeline.quiet_since(t0 + s(12), t0 + s(24), PERIOD), "an event");
+    }
+
+    #[test]
+    fn a_relist_that_saw_nothing_change_keeps_readings_standing_and_the_pleg_current() {
+        let t0 = Instant::now();
+        let timeline = PodTimeline::default();
+        let live = BTreeSet::from(["a".to_string()]);
+        timeline.relisted(t0, t0 + s(1), ["a"], &live);
+        let read = t0 + s(2);
+        timeline.relisted_unchanged(t0 + s(30));
+        assert!(timeline.quiet_since(read, t0 + s(35), PERIOD), "current again");
+        assert!(timeline.unchanged_since("a", read, t0 + s(35), PERIOD), "a later relist");
+        assert!(!timeline.unchanged_since("a", t0 + s(31), t0 + s(35), PERIOD), "none since");
+        assert_eq!(timeline.lock().changed.len(), 1, "the pods kept stay");
     }
 
     #[test]

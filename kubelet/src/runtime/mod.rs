@@ -213,13 +213,13 @@ impl RuntimeManager {
             .map_err(Self::err(uid))?;
         let sandbox_statuses = join_all(sandboxes.iter().map(|s| {
             self.cri.pod_sandbox_status(cri::PodSandboxStatusRequest {
-                pod_sandbox_id: s.id.clone(),
+                pod_sandbox_id: s.id.to_string(),
                 verbose: false,
             })
         }));
         let container_statuses = join_all(containers.iter().map(|c| {
             self.cri.container_status(cri::ContainerStatusRequest {
-                container_id: c.id.clone(),
+                container_id: c.id.to_string(),
                 verbose: false,
             })
         }));

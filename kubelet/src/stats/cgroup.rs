@@ -149,7 +149,7 @@ mod tests {
         let cm = manager(r, NodeConfig::default());
         let sandbox = |id: &str, uid: &str| brief::Sandbox {
             id: id.into(),
-            metadata: Some(cri::PodSandboxMetadata {
+            metadata: Some(brief::SandboxMetadata {
                 name: id.into(),
                 uid: uid.into(),
                 ..Default::default()
@@ -188,7 +188,7 @@ mod tests {
         let cm = manager(r, config);
         let sandbox = brief::Sandbox {
             id: "s1".into(),
-            metadata: Some(cri::PodSandboxMetadata { uid: "u-1".into(), ..Default::default() }),
+            metadata: Some(brief::SandboxMetadata { uid: "u-1".into(), ..Default::default() }),
             state: cri::PodSandboxState::SandboxReady as i32,
             ..Default::default()
         };

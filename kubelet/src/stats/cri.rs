@@ -49,7 +49,7 @@ impl Listing {
         let mut by_pod: BTreeMap<(String, String), Vec<brief::Sandbox>> = BTreeMap::new();
         for s in sandboxes {
             let m = s.metadata.clone().unwrap_or_default();
-            by_pod.entry((m.namespace, m.name)).or_default().push(s);
+            by_pod.entry((m.namespace.into(), m.name.into())).or_default().push(s);
         }
         let ready = cri::PodSandboxState::SandboxReady as i32;
         let mut kept = HashMap::new();
@@ -62,17 +62,22 @@ impl Listing {
             }
             kept.extend(group.into_iter().map(|s| {
                 let m = s.metadata.unwrap_or_default();
-                let pod = PodReference { name: m.name, namespace: m.namespace, uid: m.uid };
-                (s.id.clone(), Sandbox { id: s.id, pod, created_at: s.created_at })
+                let pod = PodReference {
+                    name: m.name.into(),
+                    namespace: m.namespace.into(),
+                    uid: m.uid.into(),
+                };
+                let id = String::from(s.id);
+                (id.clone(), Sandbox { id, pod, created_at: s.created_at })
             }));
         }
         let running = cri::ContainerState::ContainerRunning as i32;
         let containers = containers.into_iter().filter(|c| c.state == running).map(|c| {
             let container = Container {
-                name: c.metadata.map(|m| m.name).unwrap_or_default(),
-                sandbox_id: c.pod_sandbox_id,
+                name: c.metadata.map(|m| m.name.into()).unwrap_or_default(),
+                sandbox_id: c.pod_sandbox_id.into(),
                 created_at: c.created_at,
-                id: c.id,
+                id: c.id.into(),
             };
             (container.id.clone(), container)
         });

@@ -10,9 +10,9 @@ fn sandbox(id: &str, name: &str, ready: bool, created_at: i64) -> brief::Sandbox
     };
     brief::Sandbox {
         id: id.into(),
-        metadata: Some(cri::PodSandboxMetadata {
+        metadata: Some(brief::SandboxMetadata {
             name: name.into(),
-            uid: format!("uid-{id}"),
+            uid: format!("uid-{id}").into(),
             namespace: "default".into(),
             attempt: 0,
         }),
@@ -31,7 +31,7 @@ fn container(id: &str, sandbox: &str, name: &str, running: bool) -> brief::Conta
     brief::Container {
         id: id.into(),
         pod_sandbox_id: sandbox.into(),
-        metadata: Some(cri::ContainerMetadata { name: name.into(), attempt: 0 }),
+        metadata: Some(brief::ContainerMetadata { name: name.into(), attempt: 0 }),
         state: state as i32,
         created_at: 7 * S,
     }
