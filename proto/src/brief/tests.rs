@@ -136,11 +136,12 @@ fn an_id_that_is_not_utf8_is_prosts_string_error() {
 }
 
 #[test]
-fn text_compares_hashes_and_orders_as_its_str() {
+fn text_compares_and_orders_as_its_str_and_is_a_map_key() {
     use std::collections::HashSet;
     let a = Text::from("a");
     let set: HashSet<Text> = [a.clone(), Text::from(String::from("b"))].into();
-    assert!(set.contains("a") && set.contains("b") && !set.contains("c"));
+    assert!(set.contains(&Text::from("a")) && set.contains(&Text::from("b")));
+    assert!(!set.contains(&Text::from("c")));
     let b = Text::from("b");
     assert!(a < b && a == "a" && a.len() == 1);
     assert_eq!(

@@ -1,6 +1,5 @@
 //! [`Text`]: a string field sliced out of the answer it was decoded from.
 
-use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
@@ -67,12 +66,6 @@ impl Deref for Text {
     }
 }
 
-impl Borrow<str> for Text {
-    fn borrow(&self) -> &str {
-        self.as_str()
-    }
-}
-
 impl AsRef<str> for Text {
     fn as_ref(&self) -> &str {
         self.as_str()
@@ -89,13 +82,13 @@ impl Eq for Text {}
 
 impl PartialEq<str> for Text {
     fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
+        self.0 == other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for Text {
     fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
+        self.0 == other.as_bytes()
     }
 }
 
@@ -105,16 +98,17 @@ impl PartialOrd for Text {
     }
 }
 
+/// As its `str` orders (`str` orders by bytes).
 impl Ord for Text {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
+        self.0.cmp(&other.0)
     }
 }
 
-/// As a `str` hashes, which `Borrow<str>` needs (a map keyed by Text is looked up by `&str`).
+/// By its bytes, with no UTF-8 check on the way (the PLEG's maps hash every id every second).
 impl Hash for Text {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
+        self.0.hash(state);
     }
 }
 
