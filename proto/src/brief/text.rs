@@ -66,12 +66,6 @@ impl Deref for Text {
     }
 }
 
-impl AsRef<str> for Text {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
 impl PartialEq for Text {
     fn eq(&self, other: &Self) -> bool {
         self.0 == other.0
