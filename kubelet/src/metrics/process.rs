@@ -15,11 +15,13 @@ const USER_HZ: f64 = 100.0;
 pub struct ProcessCollector {
     proc_root: PathBuf,
     pid: String,
+    /// `proc_root` is a procfs, whose `fd/` directories give their entry count as their size.
+    procfs: bool,
 }
 
 impl Default for ProcessCollector {
     fn default() -> Self {
-        Self { proc_root: "/proc".into(), pid: "self".into() }
+        Self::at(Path::new("/proc"), "self")
     }
 }
 
@@ -82,7 +84,22 @@ fn gauge(name: &'static str, help: &'static str, value: f64) -> Family {
 impl ProcessCollector {
     /// Reads the process `pid` under `proc_root` instead of this one.
     pub fn at(proc_root: &Path, pid: &str) -> Self {
-        Self { proc_root: proc_root.into(), pid: pid.into() }
+        let procfs = nix::sys::statfs::statfs(proc_root)
+            .is_ok_and(|fs| fs.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC);
+        Self { proc_root: proc_root.into(), pid: pid.into(), procfs }
+    }
+
+    /// The open descriptors. procfs (Linux 6.2 on) gives their count as the size of `fd/`: one
+    /// `stat`, where listing reads every entry (the kubelet keeps hundreds of cgroup control
+    /// files open). Elsewhere, or where the size is 0, the entries are counted, as procfs does.
+    fn open_fds(&self) -> Option<u64> {
+        let dir = self.proc_root.join(&self.pid).join("fd");
+        if self.procfs
+            && let Some(n) = std::fs::metadata(&dir).ok().map(|m| m.len()).filter(|n| *n > 0)
+        {
+            return Some(n);
+        }
+        u64::try_from(std::fs::read_dir(&dir).ok()?.count()).ok()
     }
 
     fn read(&self, rel: &str) -> Option<String> {
@@ -128,13 +145,8 @@ impl ProcessCollector {
                 ));
             }
         }
-        if let Ok(fds) = std::fs::read_dir(self.proc_root.join(&self.pid).join("fd")) {
-            let open = fds.count();
-            out.push(gauge(
-                "process_open_fds",
-                "Number of open file descriptors.",
-                float(u64::try_from(open).unwrap_or(0)),
-            ));
+        if let Some(open) = self.open_fds() {
+            out.push(gauge("process_open_fds", "Number of open file descriptors.", float(open)));
         }
         if let Some(limits) = self.read("limits") {
             if let Some(n) = soft_limit(&limits, "Max open files") {
@@ -206,5 +218,25 @@ mod tests {
         std::fs::write(dir.path().join("1/stat"), "garbage").unwrap();
         assert_eq!(ProcessCollector::at(dir.path(), "1").families(), vec![]);
         assert!(ProcessCollector::default().families().len() >= 6, "this process is readable");
+    }
+
+    #[test]
+    fn a_process_open_descriptors_are_counted_on_procfs_as_in_a_listing() {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let collector = ProcessCollector::at(Path::new("/proc"), &child.id().to_string());
+        assert!(collector.procfs, "/proc is a procfs");
+        // stdin, stdout, stderr and whatever the test harness leaves inheritable (a jobserver).
+        let listed = std::fs::read_dir(format!("/proc/{}/fd", child.id())).unwrap().count();
+        assert!(listed >= 3, "{listed}");
+        assert_eq!(collector.open_fds(), u64::try_from(listed).ok());
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 }
