@@ -76,7 +76,22 @@ pub struct CgroupUsage {
 
 /// `key value` lines (`memory.stat`, `cpu.stat`) as a lookup.
 fn stat(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
+    let [value] = stats(text, [key]);
+    value
+}
+
+/// The values of `keys` in `key value` lines, found in one pass (v1's `memory.stat` has some
+/// 40 lines, the ones read last among them).
+fn stats<const N: usize>(text: &str, keys: [&str; N]) -> [Option<u64>; N] {
+    let mut out = [None; N];
+    for (key, value) in text.lines().filter_map(|l| l.split_once(' ')) {
+        if let Some(i) = keys.iter().position(|k| *k == key)
+            && out[i].is_none()
+        {
+            out[i] = value.trim().parse().ok();
+        }
+    }
+    out
 }
 
 /// The v1 controllers a cgroup is made in, as upstream's existence check counts them.
@@ -284,29 +299,33 @@ impl Cgroups for CgroupFs {
         let number = |controller: &str, file: &str| read(controller, file)?.trim().parse().ok();
         if self.is_v2() {
             let memory = read("", "memory.stat").unwrap_or_default();
+            let [inactive_file, anon, pgfault, pgmajfault] =
+                stats(&memory, ["inactive_file", "anon", "pgfault", "pgmajfault"]);
             let usage: Option<u64> = number("", "memory.current");
             let cpu = read("", "cpu.stat")?;
             return Some(CgroupUsage {
                 cpu_nanos: stat(&cpu, "usage_usec").map(|us| us.saturating_mul(1000)),
                 memory_usage: usage,
-                working_set: usage
-                    .map(|u| u.saturating_sub(stat(&memory, "inactive_file").unwrap_or(0))),
-                rss: stat(&memory, "anon"),
-                page_faults: stat(&memory, "pgfault"),
-                major_page_faults: stat(&memory, "pgmajfault"),
+                working_set: usage.map(|u| u.saturating_sub(inactive_file.unwrap_or(0))),
+                rss: anon,
+                page_faults: pgfault,
+                major_page_faults: pgmajfault,
                 processes: counted.then(|| number("", "pids.current")).flatten(),
             });
         }
         let memory = read("memory", "memory.stat").unwrap_or_default();
+        let [inactive_file, rss, pgfault, pgmajfault] = stats(
+            &memory,
+            ["total_inactive_file", "total_rss", "total_pgfault", "total_pgmajfault"],
+        );
         let usage: Option<u64> = number("memory", "memory.usage_in_bytes");
         Some(CgroupUsage {
             cpu_nanos: Some(number("cpuacct", "cpuacct.usage")?),
             memory_usage: usage,
-            working_set: usage
-                .map(|u| u.saturating_sub(stat(&memory, "total_inactive_file").unwrap_or(0))),
-            rss: stat(&memory, "total_rss"),
-            page_faults: stat(&memory, "total_pgfault"),
-            major_page_faults: stat(&memory, "total_pgmajfault"),
+            working_set: usage.map(|u| u.saturating_sub(inactive_file.unwrap_or(0))),
+            rss,
+            page_faults: pgfault,
+            major_page_faults: pgmajfault,
             processes: counted.then(|| number("pids", "pids.current")).flatten(),
         })
     }
@@ -475,6 +494,14 @@ mod tests {
     }
 
     #[test]
+    fn stat_lines_give_each_key_its_own_first_value_in_one_pass() {
+        let text = "rss_huge 1\nrss 2\nbroken\nswap x\nrss 3\npgfault 4\n";
+        assert_eq!(stats(text, ["rss", "pgfault", "swap", "cache"]), [Some(2), Some(4), None, None]);
+        assert_eq!(stat(text, "rss_huge"), Some(1));
+        assert_eq!(stat("", "rss"), None);
+    }
+
+    #[test]
     fn usage_is_read_as_cadvisor_reads_it_on_v1_and_v2() {
         let (root, fs) = v1();
         let put = |file: &str, text: &str| {
@@ -486,7 +513,7 @@ mod tests {
         put("memory/kubepods/podu/memory.usage_in_bytes", "10000\n");
         put(
             "memory/kubepods/podu/memory.stat",
-            "cache 1\ninactive_file 9\ntotal_inactive_file 4000\ntotal_rss 5000\ntotal_pgfault 7\ntotal_pgmajfault 2\n",
+            "cache 1\ninactive_file 9\ntotal_inactive_file 4000\ntotal_rss_huge 99\ntotal_rss 5000\ntotal_pgfault 7\ntotal_pgmajfault 2\n",
         );
         put("pids/kubepods/podu/pids.current", "3\n");
         let u = fs.usage("/kubepods/podu", Processes::Count).unwrap();
