@@ -73,12 +73,25 @@ fn write_labels(out: &mut String, labels: &[(&'static str, String)], le: Option<
     if labels.is_empty() && le.is_none() {
         return;
     }
-    let mut parts: Vec<String> =
-        labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v, true))).collect();
-    if let Some(le) = le {
-        parts.push(format!("le=\"{}\"", go_float(le)));
+    out.push('{');
+    for (i, (k, v)) in labels.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(k);
+        out.push_str("=\"");
+        escape_into(out, v, true);
+        out.push('"');
     }
-    let _ = write!(out, "{{{}}}", parts.join(","));
+    if let Some(le) = le {
+        if !labels.is_empty() {
+            out.push(',');
+        }
+        out.push_str("le=\"");
+        write_go_float(out, le);
+        out.push('"');
+    }
+    out.push('}');
 }
 
 fn write_line(
@@ -93,7 +106,8 @@ fn write_line(
     out.push_str(name);
     out.push_str(suffix);
     write_labels(out, labels, le);
-    let _ = write!(out, " {}", go_float(value));
+    out.push(' ');
+    write_go_float(out, value);
     if let Some(ts) = timestamp_ms {
         let _ = write!(out, " {ts}");
     }
@@ -120,7 +134,9 @@ pub fn encode(mut families: Vec<Family>) -> String {
             Kind::Gauge => "gauge",
             Kind::Histogram => "histogram",
         };
-        let _ = writeln!(out, "# HELP {} {}", f.name, escape(f.help, false));
+        let _ = write!(out, "# HELP {} ", f.name);
+        escape_into(&mut out, f.help, false);
+        out.push('\n');
         let _ = writeln!(out, "# TYPE {} {kind}", f.name);
         for s in &f.samples {
             match &s.value {
@@ -158,9 +174,13 @@ pub fn encode(mut families: Vec<Family>) -> String {
     out
 }
 
-/// Backslashes and newlines escaped, and in label values double quotes too.
-fn escape(s: &str, quotes: bool) -> String {
-    let mut out = String::with_capacity(s.len());
+/// Backslashes and newlines escaped, and in label values double quotes too, onto `out`.
+fn escape_into(out: &mut String, s: &str, quotes: bool) {
+    let special = |c: char| c == '\\' || c == '\n' || (quotes && c == '"');
+    if !s.contains(special) {
+        out.push_str(s);
+        return;
+    }
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -169,44 +189,94 @@ fn escape(s: &str, quotes: bool) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)`: the shortest digits that read back as `f`, in
 /// exponent form (`1.6e+09`, two exponent digits at least) when the decimal exponent is below
 /// -4 or at least 6, as Go decides for the shortest form.
 pub fn go_float(f: f64) -> String {
+    let mut out = String::new();
+    write_go_float(&mut out, f);
+    out
+}
+
+/// [`go_float`] onto `out`, with no allocation of its own (a scrape writes a thousand).
+pub fn write_go_float(out: &mut String, f: f64) {
     if f.is_nan() {
-        return "NaN".into();
+        return out.push_str("NaN");
     }
     if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return out.push_str(if f > 0.0 { "+Inf" } else { "-Inf" });
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return out.push_str(if f.is_sign_negative() { "-0" } else { "0" });
     }
     // Rust's `{:e}` gives the same shortest digits: `-1.2345e6`.
-    let e = format!("{f:e}");
-    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let mut e = StackText::default();
+    let _ = write!(e, "{f:e}");
+    let e = e.as_str();
+    let (mantissa, exp) = e.split_once('e').unwrap_or((e, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mantissa) = mantissa.strip_prefix('-').map_or(("", mantissa), |m| ("-", m));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if !(-4..6).contains(&exp) {
-        let (exp_sign, exp_abs) = if exp < 0 { ('-', -exp) } else { ('+', exp) };
-        return format!("{sign}{mantissa}e{exp_sign}{exp_abs:02}");
+    if let Some(m) = mantissa.strip_prefix('-') {
+        out.push('-');
+        return write_go_digits(out, m, exp);
     }
-    let point = exp + 1; // digits before the decimal point
-    let text = if point <= 0 {
-        format!("0.{}{digits}", "0".repeat(usize::try_from(-point).unwrap_or(0)))
-    } else {
-        let point = usize::try_from(point).unwrap_or(0);
-        if digits.len() <= point {
-            format!("{digits}{}", "0".repeat(point - digits.len()))
-        } else {
-            format!("{}.{}", &digits[..point], &digits[point..])
+    write_go_digits(out, mantissa, exp);
+}
+
+/// A positive `{:e}` mantissa (`d` or `d.ddd`) with its decimal exponent, as Go's `%g` writes it.
+fn write_go_digits(out: &mut String, mantissa: &str, exp: i32) {
+    if !(-4..6).contains(&exp) {
+        out.push_str(mantissa);
+        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs());
+        return;
+    }
+    let (first, rest) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let zeros = |out: &mut String, n: usize| out.extend(std::iter::repeat_n('0', n));
+    match usize::try_from(exp) {
+        // 0.000ddd: the point before the first digit, `-exp - 1` zeros after it.
+        Err(_) => {
+            out.push_str("0.");
+            zeros(out, usize::try_from(-exp - 1).unwrap_or(0));
+            out.push_str(first);
+            out.push_str(rest);
         }
-    };
-    format!("{sign}{text}")
+        // dddd00: every digit before the point, zeros to make up the exponent.
+        Ok(exp) if rest.len() <= exp => {
+            out.push_str(first);
+            out.push_str(rest);
+            zeros(out, exp - rest.len());
+        }
+        Ok(exp) => {
+            out.push_str(first);
+            out.push_str(&rest[..exp]);
+            out.push('.');
+            out.push_str(&rest[exp..]);
+        }
+    }
+}
+
+/// A float's `{:e}` text, on the stack (the longest is 24 bytes: `-1.7976931348623157e308`).
+#[derive(Default)]
+struct StackText {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl StackText {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
+}
+
+impl Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let to = self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        to.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -231,10 +301,25 @@ mod tests {
             (1e-300, "1e-300"),
             (f64::NAN, "NaN"),
             (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (-0.0, "-0"),
+            (100.0, "100"),
+            (12.5, "12.5"),
+            (999_999.0, "999999"),
+            (120_000.5, "120000.5"),
+            (1e6, "1e+06"),
+            (0.001234, "0.001234"),
+            (-0.00012, "-0.00012"),
+            (1.5e-5, "1.5e-05"),
+            (-1.7976931348623157e308, "-1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
         ];
         for (f, want) in cases {
             assert_eq!(go_float(f), want, "{f}");
         }
+        let mut out = String::from("x ");
+        write_go_float(&mut out, 2.5);
+        assert_eq!(out, "x 2.5", "appended");
     }
 
     #[test]
