@@ -116,7 +116,8 @@ pub struct Disks {
     pub by_mountpoint: HashMap<String, Option<FsReading>>,
     /// The kubelet's root directory's (`nodefs`), which upstream gives the logs.
     pub nodefs: Option<FsReading>,
-    pub pod_logs_dir: std::path::PathBuf,
+    /// The pod log directory, opened for this summary.
+    pub pod_logs: logs::PodLogs,
     /// The writable layers by container ID, where the stats themselves have none (those read
     /// from cgroups).
     pub layers: std::sync::Arc<super::layers::Layers>,
@@ -203,8 +204,7 @@ fn container(
         Some(disks) => {
             let layer = s.writable_layer.as_ref().or_else(|| disks.layers.get(&c.id));
             let layer = layer.map(|l| rootfs(l, &mut disks.by_mountpoint, now));
-            let dir = logs::container_dir(&disks.pod_logs_dir, pod, &name);
-            let logs = logs::usage(&dir).map(|(used, inodes_used)| {
+            let logs = disks.pod_logs.container_usage(pod, &name).map(|(used, inodes_used)| {
                 let mut fs = disks.nodefs.map_or_else(FsStats::default, |r| node::fs(now, &r));
                 fs.time = now;
                 fs.used_bytes = Some(used);

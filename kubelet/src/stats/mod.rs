@@ -151,7 +151,7 @@ impl StatsProvider {
             cri::Disks {
                 by_mountpoint,
                 nodefs: sample.nodefs,
-                pod_logs_dir: self.pod_logs_dir.clone(),
+                pod_logs: logs::PodLogs::open(&self.pod_logs_dir),
                 layers: layers.unwrap_or_default(),
             }
         });

@@ -221,7 +221,7 @@ fn a_runtime_that_sends_no_readings_gets_zeros_and_disks_get_their_figures() {
     c.disks = Some(Disks {
         by_mountpoint: HashMap::new(),
         nodefs,
-        pod_logs_dir: pod_logs.clone(),
+        pod_logs: crate::stats::logs::PodLogs::open(&pod_logs),
         layers: Default::default(),
     });
     let pods = from_container_stats(&[bare], &l, &mut c);
