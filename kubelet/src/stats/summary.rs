@@ -36,7 +36,8 @@ impl Serialize for Time {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let t = jiff::Timestamp::from_second(self.0.div_euclid(1_000_000_000))
             .map_err(serde::ser::Error::custom)?;
-        s.collect_str(&t.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        // RFC 3339 in whole seconds (`2024-06-19T15:22:45Z`), as Go's `metav1.Time` writes it.
+        s.collect_str(&format_args!("{t:.0}"))
     }
 }
 
