@@ -496,7 +496,10 @@ mod tests {
     #[test]
     fn stat_lines_give_each_key_its_own_first_value_in_one_pass() {
         let text = "rss_huge 1\nrss 2\nbroken\nswap x\nrss 3\npgfault 4\n";
-        assert_eq!(stats(text, ["rss", "pgfault", "swap", "cache"]), [Some(2), Some(4), None, None]);
+        assert_eq!(
+            stats(text, ["rss", "pgfault", "swap", "cache"]),
+            [Some(2), Some(4), None, None]
+        );
         assert_eq!(stat(text, "rss_huge"), Some(1));
         assert_eq!(stat("", "rss"), None);
     }

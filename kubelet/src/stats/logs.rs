@@ -21,10 +21,8 @@ use super::summary::PodReference;
 const MAX_DEPTH: usize = 4;
 
 /// A directory opened to be read, never followed through a link.
-const DIR_FLAGS: OFlag = OFlag::O_RDONLY
-    .union(OFlag::O_DIRECTORY)
-    .union(OFlag::O_NOFOLLOW)
-    .union(OFlag::O_CLOEXEC);
+const DIR_FLAGS: OFlag =
+    OFlag::O_RDONLY.union(OFlag::O_DIRECTORY).union(OFlag::O_NOFOLLOW).union(OFlag::O_CLOEXEC);
 
 /// The pod log directory, opened for one summary's measurements.
 #[derive(Debug)]
