@@ -374,7 +374,11 @@ impl RuntimeManager {
                 .remove_pod_sandbox(cri::RemovePodSandboxRequest { pod_sandbox_id: s.id.clone() })
                 .await
                 .map_err(Self::err(uid))?;
-            let logs = self.config.pod_logs_dir.join(format!("{}_{}_{uid}", s.namespace, s.name));
+            let logs = self.config.pod_logs_dir.join(sandbox::pod_log_dir_name(
+                &s.namespace,
+                &s.name,
+                uid,
+            ));
             remove_dir_logged(&logs);
         }
         self.volumes.unmount_pod(uid)?;

@@ -12,12 +12,16 @@ use proto::cri;
 /// `<podLogsDir>/<namespace>_<name>_<uid>`, the pod's log directory.
 pub fn pod_log_dir(pod_logs_dir: &Path, pod: &Pod) -> PathBuf {
     let m = &pod.metadata;
-    pod_logs_dir.join(format!(
-        "{}_{}_{}",
+    pod_logs_dir.join(pod_log_dir_name(
         m.namespace.as_deref().unwrap_or_default(),
         m.name.as_deref().unwrap_or_default(),
-        m.uid.as_deref().unwrap_or_default()
+        m.uid.as_deref().unwrap_or_default(),
     ))
+}
+
+/// The name of a pod's log directory under `podLogsDir`: `<namespace>_<name>_<uid>`.
+pub fn pod_log_dir_name(namespace: &str, name: &str, uid: &str) -> String {
+    format!("{namespace}_{name}_{uid}")
 }
 
 /// The pod's hostname: `spec.hostname`, else its name cut to 63 characters.

@@ -16,6 +16,7 @@ use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
 
 use super::summary::PodReference;
+use crate::runtime::sandbox::pod_log_dir_name;
 
 /// How deep a log directory is walked (it holds files only; rotated ones beside them).
 const MAX_DEPTH: usize = 4;
@@ -39,8 +40,8 @@ impl PodLogs {
     /// The bytes allocated and inodes used by `container`'s log directory, itself included;
     /// `None` when it is not there.
     pub fn container_usage(&self, pod: &PodReference, container: &str) -> Option<(u64, u64)> {
-        let rel = format!("{}_{}_{}/{container}", pod.namespace, pod.name, pod.uid);
-        usage_at(self.dir.as_ref()?, Path::new(&rel), MAX_DEPTH)
+        let pod_dir = pod_log_dir_name(&pod.namespace, &pod.name, &pod.uid);
+        usage_at(self.dir.as_ref()?, &Path::new(&pod_dir).join(container), MAX_DEPTH)
     }
 }
 
