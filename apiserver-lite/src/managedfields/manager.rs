@@ -200,10 +200,10 @@ impl FieldManager {
                 subresource: &self.subresource,
             }
             .encode();
-            let set = match fields.get(&id) {
-                Some(previous) => vs.set.union(&previous.set),
-                None => vs.set,
-            };
+            let mut set = vs.set;
+            if let Some(previous) = fields.get(&id) {
+                set.extend(&previous.set);
+            }
             let api_version = self.api_version.clone();
             fields.insert(id.clone(), VersionedSet { set, api_version, applied: false });
             managed.times.insert(id, Some(self.now.clone()));
@@ -213,7 +213,7 @@ impl FieldManager {
 
     fn strip(&self, fields: &mut merge::ManagedFields, id: &str) {
         if let Some(vs) = fields.get_mut(id) {
-            vs.set = vs.set.difference(stripped());
+            vs.set.remove(stripped());
             if vs.set.is_empty() {
                 fields.remove(id);
             }
@@ -313,12 +313,11 @@ impl FieldManager {
             return None;
         }
         let c = typed::compare(&last, live);
-        Some(
-            typed::to_set(&last)
-                .difference(&c.modified)
-                .difference(&c.added)
-                .difference(&c.removed),
-        )
+        let mut allowed = typed::to_set(&last);
+        for changed in [&c.modified, &c.added, &c.removed] {
+            allowed.remove(changed);
+        }
+        Some(allowed)
     }
 }
 
@@ -373,7 +372,7 @@ fn cap_update_managers(managed: &mut Managed) {
                     managed.fields.insert(bucket.clone(), s);
                 }
                 if let Some(b) = managed.fields.get_mut(&bucket) {
-                    b.set = vs.set.union(&b.set);
+                    b.set.extend(&vs.set);
                 }
                 managed.fields.remove(&id);
                 managed.times.insert(bucket, Some(time));

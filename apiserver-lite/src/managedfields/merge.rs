@@ -55,7 +55,8 @@ fn update_inner(
     }
     for (manager, vs) in managers.iter_mut() {
         if manager != workflow {
-            vs.set = vs.set.difference(&changed).difference(&compare.removed);
+            vs.set.remove(&changed);
+            vs.set.remove(&compare.removed);
         }
     }
     managers.retain(|_, vs| !vs.set.is_empty());
@@ -72,19 +73,18 @@ pub fn update(
     ignored: &FieldSet,
 ) {
     let Ok(compare) = update_inner(live, new, managers, manager, true, ignored) else { return };
-    let mut set = match managers.get(manager) {
+    let mut set = match managers.remove(manager) {
         Some(previous) => {
-            let mut set = previous.set.difference(&compare.removed);
+            let mut set = previous.set;
+            set.remove(&compare.removed);
             set.extend(&compare.added);
             set
         }
         None => compare.added,
     };
     set.extend(&compare.modified);
-    let set = set.recursive_difference(ignored);
-    if set.is_empty() {
-        managers.remove(manager);
-    } else {
+    set.remove_recursive(ignored);
+    if !set.is_empty() {
         managers.insert(
             manager.to_string(),
             VersionedSet { set, api_version: version.to_string(), applied: false },
@@ -104,14 +104,18 @@ pub fn apply(
 ) -> Result<Value, Conflicts> {
     let mut new = typed::merge(live, config);
     let last = managers.get(manager).map(|vs| vs.set.clone());
-    let set = typed::to_set(config).recursive_difference(ignored);
+    let mut set = typed::to_set(config);
+    set.remove_recursive(ignored);
     let mut after = managers.clone();
     after.insert(
         manager.to_string(),
         VersionedSet { set, api_version: version.to_string(), applied: true },
     );
     if let Some(last) = last.filter(|l| !l.is_empty()) {
-        let owned = after.values().fold(FieldSet::new(), |acc, vs| acc.union(&vs.set));
+        let owned = after.values().fold(FieldSet::new(), |mut acc, vs| {
+            acc.extend(&vs.set);
+            acc
+        });
         typed::prune(&mut new, &last, &owned);
     }
     update_inner(live, &new, &mut after, manager, force, ignored)?;

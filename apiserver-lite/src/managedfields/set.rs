@@ -44,6 +44,38 @@ impl FieldSet {
         }
     }
 
+    /// Makes `pe` a member, with `below` the members under it.
+    pub fn add(&mut self, pe: PathElement, below: FieldSet) {
+        if below.is_empty() {
+            self.members.insert(pe);
+        } else {
+            self.members.insert(pe.clone());
+            self.children.entry(pe).or_default().merge(below);
+        }
+    }
+
+    /// Adds `below`'s members under `path`.
+    pub fn insert_below(&mut self, path: &[PathElement], below: FieldSet) {
+        if below.is_empty() {
+            return;
+        }
+        match path {
+            [] => self.merge(below),
+            [first, rest @ ..] => {
+                self.children.entry(first.clone()).or_default().insert_below(rest, below)
+            }
+        }
+    }
+
+    /// Adds `other`'s members, taking them.
+    fn merge(&mut self, other: FieldSet) {
+        if self.is_empty() {
+            *self = other;
+        } else {
+            self.extend(&other);
+        }
+    }
+
     /// Whether `path` is a member.
     pub fn has(&self, path: &[PathElement]) -> bool {
         match path {
@@ -67,12 +99,6 @@ impl FieldSet {
         self.members.iter().chain(self.children.keys()).collect()
     }
 
-    pub fn union(&self, other: &FieldSet) -> FieldSet {
-        let mut out = self.clone();
-        out.extend(other);
-        out
-    }
-
     /// Adds `other`'s members (the union, in place: nothing of `self` is copied).
     pub fn extend(&mut self, other: &FieldSet) {
         self.members.extend(other.members.iter().cloned());
@@ -88,19 +114,33 @@ impl FieldSet {
 
     /// Members of `self` that are not members of `other`.
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let children = self
-            .children
-            .iter()
-            .filter_map(|(pe, c)| {
-                let rest = match other.children.get(pe) {
-                    Some(o) => c.difference(o),
-                    None => c.clone(),
-                };
-                (!rest.is_empty()).then(|| (pe.clone(), rest))
-            })
-            .collect();
-        FieldSet { members, children }
+        let mut out = self.clone();
+        out.remove(other);
+        out
+    }
+
+    /// Removes `other`'s members (the difference, in place). The work follows `other`, which
+    /// is the smaller set where it matters (the metadata stripped from every entry).
+    pub fn remove(&mut self, other: &FieldSet) {
+        self.remove_members(&other.members);
+        for (pe, o) in &other.children {
+            if let Some(mine) = self.children.get_mut(pe) {
+                mine.remove(o);
+                if mine.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
+    }
+
+    fn remove_members(&mut self, gone: &BTreeSet<PathElement>) {
+        if gone.len() < self.members.len() {
+            for pe in gone {
+                self.members.remove(pe);
+            }
+        } else {
+            self.members.retain(|pe| !gone.contains(pe));
+        }
     }
 
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
@@ -118,20 +158,25 @@ impl FieldSet {
 
     /// Members of `self` that are neither members of `other` nor below one of its members.
     pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let children = self
-            .children
-            .iter()
-            .filter(|(pe, _)| !other.members.contains(*pe))
-            .filter_map(|(pe, c)| {
-                let rest = match other.children.get(pe) {
-                    Some(o) => c.recursive_difference(o),
-                    None => c.clone(),
-                };
-                (!rest.is_empty()).then(|| (pe.clone(), rest))
-            })
-            .collect();
-        FieldSet { members, children }
+        let mut out = self.clone();
+        out.remove_recursive(other);
+        out
+    }
+
+    /// Removes what lies at or below `other`'s members (the recursive difference, in place).
+    pub fn remove_recursive(&mut self, other: &FieldSet) {
+        self.remove_members(&other.members);
+        for pe in &other.members {
+            self.children.remove(pe);
+        }
+        for (pe, o) in &other.children {
+            if let Some(mine) = self.children.get_mut(pe) {
+                mine.remove_recursive(o);
+                if mine.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
     }
 
     /// The set with every field that leads to a member made a member itself (upstream's
@@ -264,13 +309,30 @@ mod tests {
     fn union_difference_and_intersection_work_per_member() {
         let a = set(json!({"f:spec": {"f:replicas": {}, "f:paused": {}}, "f:data": {"f:a": {}}}));
         let b = set(json!({"f:spec": {"f:replicas": {}, "f:minReadySeconds": {}}}));
-        assert_eq!(a.union(&b).paths().len(), 4);
+        let mut union = a.clone();
+        union.extend(&b);
+        assert_eq!(union.paths().len(), 4);
         assert_eq!(
             a.difference(&b),
             set(json!({"f:spec": {"f:paused": {}}, "f:data": {"f:a": {}}}))
         );
         assert_eq!(a.intersection(&b), set(json!({"f:spec": {"f:replicas": {}}})));
         assert!(a.difference(&a).is_empty(), "emptied levels are dropped");
+    }
+
+    #[test]
+    fn removing_in_place_follows_whichever_side_has_fewer_members() {
+        let big = set(json!({"f:a": {}, "f:b": {}, "f:c": {}, "f:d": {"f:x": {}, "f:y": {}}}));
+        let small = set(json!({"f:b": {}, "f:d": {"f:x": {}}, "f:z": {}}));
+        let mut fewer_removed = big.clone();
+        fewer_removed.remove(&small);
+        assert_eq!(fewer_removed, set(json!({"f:a": {}, "f:c": {}, "f:d": {"f:y": {}}})));
+        let mut more_removed = small.clone();
+        more_removed.remove(&big);
+        assert_eq!(more_removed, set(json!({"f:z": {}})));
+        let mut under = big.clone();
+        under.remove_recursive(&set(json!({"f:d": {}, "f:a": {}})));
+        assert_eq!(under, set(json!({"f:b": {}, "f:c": {}})));
     }
 
     #[test]

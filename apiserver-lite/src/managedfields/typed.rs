@@ -161,15 +161,11 @@ pub struct Comparison {
 
 impl Comparison {
     /// Without what lies at or below the members of `ignored`.
-    pub fn without(self, ignored: &FieldSet) -> Comparison {
-        if ignored.is_empty() {
-            return self;
+    pub fn without(mut self, ignored: &FieldSet) -> Comparison {
+        for set in [&mut self.added, &mut self.modified, &mut self.removed] {
+            set.remove_recursive(ignored);
         }
-        Comparison {
-            added: self.added.recursive_difference(ignored),
-            modified: self.modified.recursive_difference(ignored),
-            removed: self.removed.recursive_difference(ignored),
-        }
+        self
     }
 }
 
@@ -200,6 +196,12 @@ fn compare_node(
     path: &mut Vec<PathElement>,
     c: &mut Comparison,
 ) {
+    if let (None, Some(added)) = (lhs, rhs) {
+        // Everything from here down is added: built level by level, not path by path.
+        c.added.insert(path);
+        c.added.insert_below(path, added_below(field, added));
+        return;
+    }
     let shape =
         rhs.filter(|v| !v.is_null()).or(lhs).map(|v| node(field, v)).unwrap_or(Node::Scalar);
     let fits =
@@ -262,6 +264,26 @@ fn compare_node(
         (Some(l), Some(r)) if !descended && l != r => c.modified.insert(path),
         _ => {}
     }
+}
+
+/// The nodes below `v`, relative to it: what [`compare_node`] records for a value that is not
+/// on the left, each node it descends to a member.
+fn added_below(field: Option<&str>, v: &Value) -> FieldSet {
+    let mut out = FieldSet::new();
+    match (node(field, v), v) {
+        (Node::Object(ot), Value::Object(m)) if ot != ObjectType::Atomic => {
+            for (k, child) in m {
+                out.add(PathElement::field(k), added_below(Some(k), child));
+            }
+        }
+        (Node::List(lt), Value::Array(items)) if lt != ListType::Atomic => {
+            for (pe, item) in index(lt, items) {
+                out.add(pe, added_below(None, item));
+            }
+        }
+        _ => {}
+    }
+    out
 }
 
 /// Merges an applied configuration into a live object (upstream's `Merge`): the

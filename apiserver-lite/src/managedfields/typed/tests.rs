@@ -91,6 +91,32 @@ fn compare_finds_added_modified_and_removed_and_whole_new_items() {
 }
 
 #[test]
+fn compare_from_nothing_adds_every_node_down_to_atomic_values_and_duplicate_items_once() {
+    let mut new = deployment("nginx:1", 1);
+    new["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "nginx", "image": "duplicate"}));
+    new["spec"]["template"]["metadata"] = json!({});
+    let c = compare(&json!({}), &new);
+    let port = json!({".": {}, "f:containerPort": {}});
+    let container = json!({".": {}, "f:name": {}, "f:image": {},
+        "f:ports": {".": {}, "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": port}});
+    assert_eq!(
+        c.added,
+        set(json!({
+            "f:apiVersion": {}, "f:kind": {},
+            "f:metadata": {".": {}, "f:name": {}, "f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {".": {}, "f:replicas": {},
+                "f:selector": {},
+                "f:template": {".": {}, "f:metadata": {},
+                    "f:spec": {".": {}, "f:containers": {".": {}, "k:{\"name\":\"nginx\"}": container}}}}
+        }))
+    );
+    assert!(c.modified.is_empty() && c.removed.is_empty());
+}
+
+#[test]
 fn compare_of_an_atomic_field_is_one_leaf() {
     let old = deployment("nginx:1", 1);
     let mut new = old.clone();
