@@ -1,4 +1,6 @@
 //! The embedded backend: one SQLite file in WAL mode, every append committed with a full sync.
+//! An append writes its rows and nothing else (no index, no counter row): each page it touches
+//! is one more page in the WAL to sync before the writes are acknowledged.
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -33,8 +35,8 @@ impl SqliteBackend {
                  value BLOB,
                  deleted INTEGER NOT NULL
              );
-             CREATE INDEX IF NOT EXISTS kv_key ON kv (key, revision);
-             CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+             CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+             DROP INDEX IF EXISTS kv_key;",
         )?;
         Ok(Self { conn: Mutex::new(conn) })
     }
@@ -65,9 +67,14 @@ impl Backend for SqliteBackend {
                 });
             }
         }
-        let revision: Option<i64> =
-            conn.query_row("SELECT value FROM meta WHERE name = 'revision'", [], |r| r.get(0)).ok();
-        Ok((records, revision.unwrap_or(0)))
+        // The last row's revision, or what compaction recorded when it removed the last row.
+        let revision: i64 = conn.query_row(
+            "SELECT MAX(COALESCE((SELECT MAX(revision) FROM kv), 0),
+                        COALESCE((SELECT value FROM meta WHERE name = 'revision'), 0))",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok((records, revision))
     }
 
     fn append(&self, first: Revision, writes: &[Write]) -> Result<(), StorageError> {
@@ -88,21 +95,27 @@ impl Backend for SqliteBackend {
                     }
                 };
             }
-            let last = first + i64::try_from(writes.len()).unwrap_or(i64::MAX) - 1;
-            tx.prepare_cached("INSERT INTO meta (name, value) VALUES ('revision', ?1) ON CONFLICT(name) DO UPDATE SET value = excluded.value")?
-                .execute(params![last])?;
         }
         tx.commit()?;
         Ok(())
     }
 
     fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        let conn = self.conn();
-        conn.execute(
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        // The revision counter lives in the rows; before they may go, it is kept in `meta`.
+        tx.execute(
+            "INSERT INTO meta (name, value)
+             SELECT 'revision', revision FROM kv WHERE true ORDER BY revision DESC LIMIT 1
+             ON CONFLICT(name) DO UPDATE SET value = MAX(value, excluded.value)",
+            [],
+        )?;
+        tx.execute(
             "DELETE FROM kv WHERE revision < ?1 AND (deleted = 1 OR revision NOT IN (SELECT MAX(revision) FROM kv GROUP BY key))",
             params![revision],
         )?;
-        conn.execute("INSERT INTO meta (name, value) VALUES ('compacted', ?1) ON CONFLICT(name) DO UPDATE SET value = excluded.value", params![revision])?;
+        tx.execute("INSERT INTO meta (name, value) VALUES ('compacted', ?1) ON CONFLICT(name) DO UPDATE SET value = excluded.value", params![revision])?;
+        tx.commit()?;
         Ok(())
     }
 }
@@ -142,5 +155,35 @@ mod tests {
         assert_eq!(rows, 1, "only /a's latest value is left");
         let (records, rev) = b.load().unwrap();
         assert_eq!((records.len(), rev), (1, 4));
+        b.compact(5).unwrap();
+        b.append(5, &[put("/c", "1")]).unwrap();
+        assert_eq!(b.load().unwrap().1, 5, "rows after a compaction count again");
+        SqliteBackend::open(&dir.path().join("empty.db")).unwrap().compact(1).unwrap();
+    }
+
+    #[test]
+    fn a_database_written_with_the_key_index_and_a_counter_row_opens_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE kv (revision INTEGER PRIMARY KEY, key TEXT NOT NULL, value BLOB,
+                                  deleted INTEGER NOT NULL);
+                 CREATE INDEX kv_key ON kv (key, revision);
+                 CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                 INSERT INTO kv VALUES (7, '/a', X'31', 0);
+                 INSERT INTO meta VALUES ('revision', 9);",
+            )
+            .unwrap();
+        }
+        let b = SqliteBackend::open(&path).unwrap();
+        let (records, rev) = b.load().unwrap();
+        assert_eq!((records.len(), rev), (1, 9), "the counter row past the last row is kept");
+        let indexes: i64 = b
+            .conn()
+            .query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(indexes, 1, "only the meta table's own key index is left");
     }
 }
