@@ -3,6 +3,7 @@
 //! element can be both (a list item that was set, and fields inside it). The wire form is
 //! `FieldsV1`: an object keyed by element spellings, `"."` marking the node itself a member.
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
@@ -92,11 +93,6 @@ impl FieldSet {
 
     pub fn is_member(&self, pe: &PathElement) -> bool {
         self.members.contains(pe)
-    }
-
-    /// The elements at this level that are members or have members below them.
-    pub fn elements(&self) -> BTreeSet<&PathElement> {
-        self.members.iter().chain(self.children.keys()).collect()
     }
 
     /// Adds `other`'s members (the union, in place: nothing of `self` is copied).
@@ -212,20 +208,43 @@ impl FieldSet {
         }
     }
 
-    /// The FieldsV1 form.
+    /// The FieldsV1 form: one walk over the members and the subsets side by side, both in
+    /// element order.
     pub fn to_fields_v1(&self) -> Value {
         let mut m = Map::new();
-        for pe in self.elements() {
-            let mut node = match self.children.get(pe) {
-                Some(c) => c.to_fields_v1(),
+        let mut members = self.members.iter().peekable();
+        let mut children = self.children.iter().peekable();
+        loop {
+            let order = match (members.peek(), children.peek()) {
+                (None, None) => break,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(pe), Some((child, _))) => (*pe).cmp(*child),
+            };
+            let (pe, below, member) = match order {
+                Ordering::Less => match members.next() {
+                    Some(pe) => (pe, None, true),
+                    None => break,
+                },
+                Ordering::Greater => match children.next() {
+                    Some((pe, c)) => (pe, Some(c), false),
+                    None => break,
+                },
+                Ordering::Equal => match (members.next(), children.next()) {
+                    (Some(pe), Some((_, c))) => (pe, Some(c), true),
+                    _ => break,
+                },
+            };
+            let node = match below {
+                Some(c) => {
+                    let mut node = c.to_fields_v1();
+                    if member && let Some(o) = node.as_object_mut() {
+                        o.insert(".".to_string(), Value::Object(Map::new()));
+                    }
+                    node
+                }
                 None => Value::Object(Map::new()),
             };
-            if self.members.contains(pe)
-                && self.children.contains_key(pe)
-                && let Some(o) = node.as_object_mut()
-            {
-                o.insert(".".to_string(), Value::Object(Map::new()));
-            }
             m.insert(pe.as_str().to_string(), node);
         }
         Value::Object(m)
