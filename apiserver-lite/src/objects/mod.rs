@@ -54,22 +54,24 @@ impl FieldValidation {
 
 /// RFC 3339 with seconds, as metadata timestamps are written.
 pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    format!("{:.0}", jiff::Timestamp::now())
 }
 
 /// A random version 4 UUID.
 pub fn new_uid() -> String {
-    let b: [u8; 16] = rand::random();
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-4{}-{}{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        ["8", "9", "a", "b"][usize::from(b[8] & 3)],
-        &h[17..20],
-        &h[20..32]
-    )
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40; // version 4
+    b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122's variant: 8, 9, a or b
+    let mut out = String::with_capacity(36);
+    for (i, x) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        out.push(char::from(HEX[usize::from(x >> 4)]));
+        out.push(char::from(HEX[usize::from(x & 15)]));
+    }
+    out
 }
 
 /// upstream's generated-name suffix alphabet (no vowels, no confusable digits).

@@ -4,9 +4,17 @@ use super::*;
 
 #[test]
 fn uids_and_generated_names_look_like_upstreams() {
-    let u = new_uid();
-    assert_eq!(u.len(), 36);
-    assert_eq!(&u[14..15], "4");
+    for _ in 0..64 {
+        let u = new_uid();
+        let groups: Vec<usize> = u.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12], "{u}");
+        assert!(u.bytes().all(|c| c == b'-' || c.is_ascii_digit() || (b'a'..=b'f').contains(&c)));
+        assert_eq!(&u[14..15], "4", "{u}");
+        assert!("89ab".contains(&u[19..20]), "{u}");
+    }
+    let now = now_rfc3339();
+    assert!(now.ends_with('Z') && now.parse::<jiff::Timestamp>().is_ok(), "{now}");
+    assert_eq!(now.len(), "2026-11-28T20:00:00Z".len(), "whole seconds: {now}");
     let n = generate_name("web-");
     assert!(
         n.starts_with("web-") && n.len() == 9 && n[4..].bytes().all(|b| NAME_ALPHABET.contains(&b))

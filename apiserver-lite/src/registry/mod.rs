@@ -92,6 +92,11 @@ pub struct Deleted {
 }
 
 fn parse(bytes: &[u8]) -> Result<Value, ApiError> {
+    parse_as(bytes)
+}
+
+/// A stored object read as `T` (only what `T` holds is built).
+fn parse_as<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::internal(format!("stored object: {e}")))
 }
 
@@ -146,8 +151,17 @@ impl Registry {
         let nsr = &resources::NAMESPACES;
         let stored =
             self.store.get(&nsr.key(None, ns)).ok_or_else(|| ApiError::namespace_not_found(ns))?;
-        let obj = parse(&stored.value)?;
-        if obj["status"]["phase"] == "Terminating" {
+        // Only the phase is read: the rest of the namespace is skipped, not built.
+        #[derive(serde::Deserialize)]
+        struct Namespace {
+            status: Option<Status>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Status {
+            phase: Option<String>,
+        }
+        let ns_obj: Namespace = parse_as(&stored.value)?;
+        if ns_obj.status.and_then(|s| s.phase).as_deref() == Some("Terminating") {
             return Err(ApiError::forbidden(format!(
                 "unable to create new content in namespace {ns} because it is being terminated"
             )));
