@@ -530,8 +530,26 @@ async fn services_never_share_a_cluster_ip_and_a_taken_one_is_refused(b: Backend
     assert_eq!(s["spec"]["clusterIP"], ips[0].as_str());
 }
 
+async fn a_create_answers_with_the_bytes_it_stored_which_are_the_object(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
+    let body = pod("web", json!({"app": "web"}));
+    let created = r.create_as(pods(), Some("default"), body.clone(), W, "kubectl").await.unwrap();
+    let stored: Value = serde_json::from_slice(&created.encoded.unwrap()).unwrap();
+    assert_eq!(stored, created.object);
+    assert_eq!(stored, r.get(pods(), Some("default"), "web").unwrap());
+    assert_eq!(stored["metadata"]["managedFields"][0]["manager"], "kubectl");
+
+    let dry = WriteOptions { dry_run: true, ..W };
+    let body = pod("dry", json!({}));
+    let preview = r.create_as(pods(), Some("default"), body, dry, "kubectl").await.unwrap();
+    assert!(preview.encoded.is_none(), "nothing is stored by a dry run");
+    assert_eq!(preview.object["metadata"]["name"], "dry");
+}
+
 on_every_store!(
     create_get_list_and_update_with_optimistic_concurrency,
+    a_create_answers_with_the_bytes_it_stored_which_are_the_object,
     paging_follows_continue_tokens,
     a_paged_list_is_one_snapshot_at_the_first_pages_revision,
     an_expired_continue_token_is_answered_with_a_token_for_the_rest_as_it_is_now,

@@ -135,7 +135,10 @@ impl Registry {
             new["metadata"]["name"] = json!(name);
             guard(None, &new)?;
             match self.create_tracked(r, ns, new, write, Track::Applied).await {
-                Ok((object, warnings)) => return Ok(Applied { object, created: true, warnings }),
+                Ok(c) => {
+                    let (object, warnings) = (c.object, c.warnings);
+                    return Ok(Applied { object, created: true, warnings });
+                }
                 // Created meanwhile: apply to what is there.
                 Err(e) if e.code == 409 && e.reason == "AlreadyExists" => {}
                 Err(e) => return Err(e),

@@ -91,6 +91,16 @@ pub struct Deleted {
     pub warnings: Vec<String>,
 }
 
+/// A created object, with its warnings and, when they are exactly the object, the bytes
+/// stored: the answer can be those bytes rather than a second encoding of the same object.
+#[derive(Debug)]
+pub struct Created {
+    pub object: Value,
+    pub warnings: Vec<String>,
+    /// `None` for a dry run, and when the store gave a revision other than the one encoded.
+    pub encoded: Option<Bytes>,
+}
+
 fn parse(bytes: &[u8]) -> Result<Value, ApiError> {
     parse_as(bytes)
 }
@@ -189,7 +199,8 @@ impl Registry {
         body: Value,
         w: WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        self.create_as(r, ns, body, w, INTERNAL_MANAGER).await
+        let c = self.create_as(r, ns, body, w, INTERNAL_MANAGER).await?;
+        Ok((c.object, c.warnings))
     }
 
     /// [`create`](Self::create) by a named field manager.
@@ -200,7 +211,7 @@ impl Registry {
         body: Value,
         w: WriteOptions,
         manager: &str,
-    ) -> Result<(Value, Vec<String>), ApiError> {
+    ) -> Result<Created, ApiError> {
         self.create_tracked(r, ns, body, w, Track::Update(manager)).await
     }
 
@@ -211,7 +222,7 @@ impl Registry {
         body: Value,
         w: WriteOptions,
         track: Track<'_>,
-    ) -> Result<(Value, Vec<String>), ApiError> {
+    ) -> Result<Created, ApiError> {
         let meta = &body["metadata"];
         let generated = meta["name"].as_str().unwrap_or_default().is_empty()
             && meta["generateName"].as_str().is_some_and(|p| !p.is_empty());
@@ -235,7 +246,7 @@ impl Registry {
         body: Value,
         w: WriteOptions,
         track: Track<'_>,
-    ) -> Result<(Value, Vec<String>), ApiError> {
+    ) -> Result<Created, ApiError> {
         let WriteOptions { dry_run, validation } = w;
         let mut obj = body;
         objects::check_type(r, &mut obj)?;
@@ -262,7 +273,7 @@ impl Registry {
             if *r == resources::SERVICES {
                 self.preview_cluster_ip(&mut obj);
             }
-            return Ok((obj, warnings));
+            return Ok(Created { object: obj, warnings, encoded: None });
         }
         // Service storage allocates the cluster IP (released again if the Service is not stored).
         let reserved = match *r == resources::SERVICES {
@@ -271,6 +282,7 @@ impl Registry {
         };
         // What is stored is `obj` with its resourceVersion: the answer is that object (with the
         // revision it got), not a parse of the bytes just encoded.
+        let mut encoded = None;
         let applied = self
             .store
             .mutate(&key, |current, rev| {
@@ -278,7 +290,9 @@ impl Registry {
                     return Err(ApiError::already_exists(r, &name));
                 }
                 obj["metadata"]["resourceVersion"] = json!(rev.to_string());
-                Ok(Mutation::Put(encode(&obj)))
+                let bytes = encode(&obj);
+                encoded = Some((rev, bytes.clone()));
+                Ok(Mutation::Put(bytes))
             })
             .await;
         let applied = match (applied, reserved) {
@@ -289,7 +303,8 @@ impl Registry {
             (applied, _) => applied?,
         };
         obj["metadata"]["resourceVersion"] = json!(applied.revision.to_string());
-        Ok((obj, warnings))
+        let encoded = encoded.filter(|(rev, _)| *rev == applied.revision).map(|(_, b)| b);
+        Ok(Created { object: obj, warnings, encoded })
     }
 
     /// Replaces an object (or its status), with optimistic concurrency on `resourceVersion`.

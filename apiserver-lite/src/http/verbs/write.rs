@@ -22,9 +22,15 @@ pub(in crate::http) async fn create(
     authz.authorize(user, Verb::Create.as_str(), r, ns, None, None)?;
     escalation::check(authz, user, r, ns, &body, None)?;
     c.restriction.admit_create(r, ns, &body)?;
-    let (obj, mut warnings) = c.state.registry.create_as(r, ns, body, c.write, c.manager).await?;
-    warnings.extend(missing_role(c, &obj));
-    Ok(with_warnings(body::json(201, &obj), &warnings))
+    let created = c.state.registry.create_as(r, ns, body, c.write, c.manager).await?;
+    let mut warnings = created.warnings;
+    warnings.extend(missing_role(c, &created.object));
+    let response = match created.encoded {
+        // The bytes stored are the object answered: not encoded a second time.
+        Some(stored) => body::bytes_response(201, "application/json", stored),
+        None => body::json(201, &created.object),
+    };
+    Ok(with_warnings(response, &warnings))
 }
 
 /// A replacement of the object, or of its status (`sub`).
