@@ -7,6 +7,11 @@ HTTP/1.1 client (http.client over TLS, the admin kubeconfig's client certificate
   100 watchers, and the server's RSS with 10,000 pods stored.
 
 Usage: bench_apiserver.py URL CERT_DIR PID [--pods N] [--lists N] [--writes N] [--rbac-bindings N]
+                          [--breakdown N]
+
+With --breakdown N (last, after everything else) one connection makes N each of `GET /version`
+(the client, TLS and HTTP alone), creates with `?dryRun=All` (everything but storage) and
+creates, and prints each one's median latency: where a sequential create's time goes.
 
 With --rbac-bindings N the measured requests are made not as the admin (system:masters, which
 the authorizer lets through before asking RBAC) but as the token user `bench`, whom RBAC allows
@@ -118,6 +123,29 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def breakdown(target, n):
+    """Median latency of n each of GET /version, dry-run creates and creates, on one connection."""
+    conn = connect(target)
+    steps = [
+        ("GET /version", lambda i: request(conn, "GET", "/version")),
+        ("create ?dryRun=All", lambda i: request(conn, "POST", f"/api/v1/namespaces/{NS}/pods?dryRun=All", pod(f"dry-{i}"))),
+        ("create", lambda i: request(conn, "POST", f"/api/v1/namespaces/{NS}/pods", pod(f"breakdown-{i}"))),
+    ]
+    medians = {}
+    for label, step in steps:
+        lat = []
+        for i in range(n):
+            t = time.perf_counter()
+            step(i)
+            lat.append(time.perf_counter() - t)
+        medians[label] = statistics.median(lat)
+    conn.close()
+    version, dry, create = medians["GET /version"], medians["create ?dryRun=All"], medians["create"]
+    print(f"one create's latency, medians of {n} on one connection: {create * 1e3:.2f} ms; "
+          f"with dryRun=All {dry * 1e3:.2f} ms (storage {(create - dry) * 1e3:.2f} ms); "
+          f"GET /version {version * 1e3:.2f} ms (processing {(dry - version) * 1e3:.2f} ms)")
+
+
 class Watcher(threading.Thread):
     """One watch connection; records when each pod name's MODIFIED event arrives."""
 
@@ -152,6 +180,7 @@ def main():
     ap.add_argument("--watchers", type=int, default=100)
     ap.add_argument("--writes", type=int, default=200)
     ap.add_argument("--rbac-bindings", type=int, default=0)
+    ap.add_argument("--breakdown", type=int, default=0)
     ap.add_argument("--token", default="bench-token")
     ap.add_argument("--etcd-pids", default="", help="etcd members' pids (comma separated), for their RSS")
     a = ap.parse_args()
@@ -229,6 +258,8 @@ def main():
     delays = [w.seen[k] - t0 for w in watchers for k, t0 in sent.items() if k in w.seen]
     missing = a.watchers * a.writes - len(delays)
     print(f"watch delivery, {a.watchers} watchers x {a.writes} writes: p50 {pct(delays, 50) * 1e3:.1f} ms, p99 {pct(delays, 99) * 1e3:.1f} ms, max {max(delays) * 1e3:.1f} ms, {missing} missed")
+    if a.breakdown:
+        breakdown(target, a.breakdown)
 
 
 if __name__ == "__main__":
