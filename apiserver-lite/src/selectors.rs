@@ -101,6 +101,14 @@ impl FieldSelector {
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(source, equal, want)| (source.read(obj) == *want) == *equal)
     }
+
+    /// Whether no object named `name` can match: a `metadata.name` requirement rules it out.
+    /// Decided from the name alone (a storage key ends in it), nothing decoded.
+    pub fn excludes_name(&self, name: &str) -> bool {
+        self.0.iter().any(|(source, equal, want)| {
+            *source == Source::Str("metadata.name") && (name == want) != *equal
+        })
+    }
 }
 
 /// An object's labels.
@@ -139,6 +147,18 @@ mod tests {
             assert_eq!(LabelSelector::parse(sel).unwrap().matches(&web), want, "{sel}");
         }
         assert!(LabelSelector::parse("a in b").is_err());
+    }
+
+    #[test]
+    fn a_name_requirement_rules_out_other_names_without_the_object() {
+        let pods = &crate::resources::PODS;
+        let one = FieldSelector::parse("metadata.name=watched", pods).unwrap();
+        assert!(one.excludes_name("other") && !one.excludes_name("watched"));
+        let not = FieldSelector::parse("metadata.name!=skip,spec.nodeName=a", pods).unwrap();
+        assert!(not.excludes_name("skip") && !not.excludes_name("other"));
+        let by_node = FieldSelector::parse("spec.nodeName=a", pods).unwrap();
+        assert!(!by_node.excludes_name("anything"), "other fields need the object");
+        assert!(!FieldSelector::default().excludes_name("x"));
     }
 
     #[test]

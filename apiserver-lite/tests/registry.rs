@@ -412,6 +412,21 @@ async fn watches_send_current_objects_then_changes_through_their_selectors(b: Ba
     assert_eq!(next_event(&mut w).await, ("DELETED".into(), "a".into()));
 }
 
+async fn a_watch_by_name_sees_only_that_objects_events(b: Backend) {
+    let dir = TestStore::start(b);
+    let r = registry(&dir).await;
+    let fields = FieldSelector::parse("metadata.name=watched", pods()).unwrap();
+    let list = ListOptions { fields, ..ListOptions::default() };
+    let opts = WatchOptions { start: WatchStart::Now, list, bookmarks: false };
+    let mut w = r.watch(pods(), Some("default"), opts).unwrap();
+    create(&r, "other").await;
+    create(&r, "watched").await;
+    assert_eq!(next_event(&mut w).await, ("ADDED".into(), "watched".into()));
+    r.delete(pods(), Some("default"), "other", &DeleteOptions::default(), false).await.unwrap();
+    r.delete(pods(), Some("default"), "watched", &DeleteOptions::default(), false).await.unwrap();
+    assert_eq!(next_event(&mut w).await, ("DELETED".into(), "watched".into()));
+}
+
 async fn a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired(b: Backend) {
     let dir = TestStore::start(b);
     let r = registry(&dir).await;
@@ -560,5 +575,6 @@ on_every_store!(
     deleting_a_namespace_removes_its_contents_then_itself,
     watches_send_current_objects_then_changes_through_their_selectors,
     a_watch_resumes_after_a_revision_and_a_too_old_one_is_expired,
+    a_watch_by_name_sees_only_that_objects_events,
     services_never_share_a_cluster_ip_and_a_taken_one_is_refused,
 );

@@ -96,6 +96,12 @@ impl WatchStream {
     /// An event as this watcher sees it through its selectors: an object that starts matching is
     /// ADDED, one that stops matching is DELETED.
     fn translate(&self, e: &storage::Event) -> Result<Option<WatchItem>, ApiError> {
+        // A watch of one object by name (kubectl's `get -w NAME`, a kubelet's own Node) skips
+        // every other key's event without decoding it: it neither matched nor matches.
+        let name = e.key.rsplit('/').next().unwrap_or_default();
+        if self.list.fields.excludes_name(name) {
+            return Ok(None);
+        }
         let obj = parse(&e.value)?;
         let now = self.list.matches(&obj);
         let before = match &e.prev {
