@@ -3,6 +3,7 @@ use std::path::Path;
 use super::*;
 use crate::cm::CgroupFs;
 use crate::cm::allocatable::Reserved;
+use crate::cm::cgroupfs::{CgroupUsage, Processes};
 use crate::cm::node_config::Enforcement;
 use crate::eviction::Thresholds;
 
@@ -207,4 +208,76 @@ fn without_cgroups_per_qos_nothing_is_made_or_removed() {
     assert_eq!(cm.ensure_pod("u", &spec(&[], &[])).unwrap(), "/x");
     assert!(cm.remove_orphans(|_| false).is_empty());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing touched");
+}
+
+/// A cgroup filesystem mounted read-only, as the kernel answers it: every cgroup made or written
+/// is refused with `EROFS`; reads see the directories that exist.
+#[derive(Debug)]
+struct ReadOnly {
+    fs: Arc<CgroupFs>,
+    mount: std::path::PathBuf,
+}
+
+impl ReadOnly {
+    /// Where the v1 `cpu` hierarchy holds `cgroup` (the first place a write is refused).
+    fn cpu_dir(&self, cgroup: &str) -> std::path::PathBuf {
+        self.mount.join("cpu").join(cgroup.trim_start_matches('/'))
+    }
+}
+
+fn erofs() -> std::io::Error {
+    std::io::Error::from(nix::errno::Errno::EROFS)
+}
+
+impl Cgroups for ReadOnly {
+    fn exists(&self, path: &str) -> bool {
+        self.fs.exists(path)
+    }
+    fn create(&self, path: &str, _: &ResourceConfig) -> Result<(), CgroupError> {
+        Err(CgroupError::Create { path: self.cpu_dir(path), source: erofs() })
+    }
+    fn update(&self, path: &str, config: &ResourceConfig) -> Result<(), CgroupError> {
+        let value = config.cpu_shares.map(|s| s.to_string()).unwrap_or_default();
+        Err(CgroupError::Write {
+            path: self.cpu_dir(path).join("cpu.shares"),
+            value,
+            source: erofs(),
+        })
+    }
+    fn remove(&self, path: &str) -> Result<(), CgroupError> {
+        Err(CgroupError::Remove { path: self.cpu_dir(path), source: erofs() })
+    }
+    fn children(&self, path: &str) -> Vec<String> {
+        self.fs.children(path)
+    }
+    fn usage(&self, path: &str, processes: Processes) -> Option<CgroupUsage> {
+        self.fs.usage(path, processes)
+    }
+    fn end_reading(&self) {}
+}
+
+#[test]
+fn a_read_only_cgroup_filesystem_stops_the_start_naming_the_cgroup_and_the_reason() {
+    let (dir, fs) = v1("/");
+    let read_only = Arc::new(ReadOnly { fs, mount: dir.path().to_path_buf() });
+    let m =
+        ContainerManager::new(read_only, config("/"), node(&[]), Recorder::default(), "n1".into());
+    let err = m.start().unwrap_err();
+    let want = format!(
+        "setting up the kubelet's cgroups: creating cgroup {}: Read-only file system (os error 30)",
+        dir.path().join("cpu/kubepods").display()
+    );
+    assert_eq!(err.to_string(), want);
+
+    // A kubelet restarted on it (kubepods made before the filesystem went read-only) stops at the
+    // first QoS cgroup it must size.
+    for ctl in ["cpu", "cpuacct", "cpuset", "memory", "pids"] {
+        std::fs::create_dir_all(dir.path().join(ctl).join("kubepods")).unwrap();
+    }
+    let err = m.start().unwrap_err().to_string();
+    assert!(
+        err.starts_with("setting up the kubelet's cgroups: ") && err.contains("kubepods/burstable"),
+        "{err}"
+    );
+    assert!(err.ends_with("Read-only file system (os error 30)"), "{err}");
 }
