@@ -27,6 +27,9 @@ if [ "$members" -gt 0 ] && ! command -v etcd >/dev/null; then
   echo "bench-apiserver.sh: etcd is missing (hack/install-deps.sh installs etcd-server)" >&2; exit 1
 fi
 cargo build --locked --release -p apiserver-lite
+# The build's artifacts may still be in the page cache waiting to be written; each create's
+# fsync would wait behind that writeback, so the first run after a build would read low.
+sync
 work=$(mktemp -d)
 port=${BENCH_PORT:-16443}
 pids=()
