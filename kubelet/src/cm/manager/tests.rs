@@ -9,10 +9,13 @@ use crate::eviction::Thresholds;
 
 const GIB: u64 = 1 << 30;
 
+/// The v1 hierarchies a cgroup is made in.
+const V1_CONTROLLERS: [&str; 5] = ["cpu", "cpuacct", "cpuset", "memory", "pids"];
+
 /// A v1 cgroupfs in a temp dir with `root` made in each controller.
 fn v1(root: &str) -> (tempfile::TempDir, Arc<CgroupFs>) {
     let dir = tempfile::tempdir().unwrap();
-    for ctl in ["cpu", "cpuacct", "cpuset", "memory", "pids"] {
+    for ctl in V1_CONTROLLERS {
         std::fs::create_dir_all(dir.path().join(ctl).join(root.trim_start_matches('/'))).unwrap();
     }
     let fs = Arc::new(CgroupFs::new(dir.path().to_path_buf()));
@@ -35,7 +38,7 @@ fn node(system: &[(&str, &str)]) -> NodeResources {
     }
 }
 
-fn manager(fs: Arc<CgroupFs>, config: NodeConfig, node: NodeResources) -> ContainerManager {
+fn manager(fs: Arc<dyn Cgroups>, config: NodeConfig, node: NodeResources) -> ContainerManager {
     ContainerManager::new(fs, config, node, Recorder::default(), "n1".into())
 }
 
@@ -260,8 +263,7 @@ impl Cgroups for ReadOnly {
 fn a_read_only_cgroup_filesystem_stops_the_start_naming_the_cgroup_and_the_reason() {
     let (dir, fs) = v1("/");
     let read_only = Arc::new(ReadOnly { fs, mount: dir.path().to_path_buf() });
-    let m =
-        ContainerManager::new(read_only, config("/"), node(&[]), Recorder::default(), "n1".into());
+    let m = manager(read_only, config("/"), node(&[]));
     let err = m.start().unwrap_err();
     let want = format!(
         "setting up the kubelet's cgroups: creating cgroup {}: Read-only file system (os error 30)",
@@ -271,7 +273,7 @@ fn a_read_only_cgroup_filesystem_stops_the_start_naming_the_cgroup_and_the_reaso
 
     // A kubelet restarted on it (kubepods made before the filesystem went read-only) stops at the
     // first QoS cgroup it must size.
-    for ctl in ["cpu", "cpuacct", "cpuset", "memory", "pids"] {
+    for ctl in V1_CONTROLLERS {
         std::fs::create_dir_all(dir.path().join(ctl).join("kubepods")).unwrap();
     }
     let err = m.start().unwrap_err().to_string();
