@@ -92,7 +92,14 @@ pub struct Exited {
 
 impl Process {
     /// Starts `command` (stdin closed, output appended to `log`) as the component `name`.
+    ///
+    /// An error that ends it is logged without a backtrace (`RUST_LIB_BACKTRACE=0`, unless the
+    /// command sets it), so a log's tail shows the error, not the frames of `main`; a panic
+    /// still logs its backtrace when `RUST_BACKTRACE` asks.
     pub fn spawn(name: &str, mut command: Command, log: &Path) -> anyhow::Result<Self> {
+        if !command.get_envs().any(|(k, _)| k == "RUST_LIB_BACKTRACE") {
+            command.env("RUST_LIB_BACKTRACE", "0");
+        }
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
