@@ -123,7 +123,16 @@ async fn pulls_from_a_protected_registry_take_pull_secrets_or_the_nodes_config()
         // (ErrImagePull shows only until the next sync, which finds the backoff running: the
         // events tell it.)
         wait_state(&pods, "anonymous", "ImagePullBackOff").await?;
-        let failed = events(&event_api, "anonymous", "Failed").await;
+        // Events are posted beside the status, not before it: wait for the last of them.
+        let backoff = eventually("the ImagePullBackOff event", WAIT, POLL, || async {
+            let failed = events(&event_api, "anonymous", "Failed").await;
+            failed.iter().any(|m| m == "Error: ImagePullBackOff").then_some(failed)
+        })
+        .await;
+        let failed = match backoff {
+            Ok(failed) => failed,
+            Err(_) => events(&event_api, "anonymous", "Failed").await,
+        };
         assert!(failed.iter().any(|m| m.contains("401 Unauthorized")), "{failed:?}");
         assert!(failed.iter().any(|m| m == "Error: ErrImagePull"), "{failed:?}");
         assert!(failed.iter().any(|m| m == "Error: ImagePullBackOff"), "{failed:?}");
@@ -156,7 +165,12 @@ async fn pulls_from_a_protected_registry_take_pull_secrets_or_the_nodes_config()
         anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         pods.create(&pp, &pod("with-secret", &image, &["missing", "regcred"])).await?;
         wait_state(&pods, "with-secret", "Running").await?;
-        let missing = events(&event_api, "with-secret", "FailedToRetrieveImagePullSecret").await;
+        let missing = eventually("the missing pull secret's event", WAIT, POLL, || async {
+            let missing =
+                events(&event_api, "with-secret", "FailedToRetrieveImagePullSecret").await;
+            (!missing.is_empty()).then_some(missing)
+        })
+        .await?;
         assert_eq!(
             missing.first().map(String::as_str),
             Some("Unable to retrieve some image pull secrets (missing); attempting to pull the image may not succeed."),
