@@ -92,7 +92,7 @@ impl ApiServer {
     /// each namespace's `default` ServiceAccount and `kube-root-ca.crt`). [`SERVICE_ACCOUNTS`]
     /// turns it on (`local-up` does: it runs the controller-manager).
     fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> anyhow::Result<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = crate::ports::free_port()?;
         let mut extra: Vec<String> = extra.iter().map(|s| (*s).to_string()).collect();
         if !extra.iter().any(|f| f.contains("-admission-plugins")) {
             extra.push("--disable-admission-plugins=ServiceAccount".into());
@@ -104,16 +104,16 @@ impl ApiServer {
             binary: crate::workspace_binary("apiserver-lite")?,
             extra,
         };
-        // The port was free when picked, but other tests bind loopback ports and open
-        // connections meanwhile: a port taken before apiserver-lite binds it is picked again
-        // (as the etcd harness does).
+        // The port was free when picked ([`crate::ports`] hands it to no other test), but a
+        // program outside the tests may take it before apiserver-lite binds it: it is then
+        // picked again (as the etcd harness does).
         let mut attempt = 1;
         loop {
             match me.spawn() {
                 Err(_) if attempt < 3 && me.log_tail(400).contains("Address already in use") => {
                     attempt += 1;
                     std::fs::remove_file(me.dir.path().join("apiserver.log"))?;
-                    me.port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+                    me.port = crate::ports::free_port()?;
                 }
                 started => return started.map(|()| me),
             }

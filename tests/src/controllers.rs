@@ -42,7 +42,7 @@ impl ControllerManager {
         extra: &[&str],
     ) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-controller-manager-").tempdir()?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = crate::ports::free_port()?;
         let log = std::fs::File::create(dir.path().join("controller-manager.log"))?;
         let child = Command::new(crate::workspace_binary("controller-manager")?)
             .arg("--kubeconfig")

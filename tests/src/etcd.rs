@@ -7,7 +7,7 @@
 //! Rooms: [`gateway`] (what the harness asks etcd over HTTP: health, status, and keys put, read
 //! and listed by prefix, so tests can look at what apiserver-lite stored).
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,7 +59,8 @@ impl EtcdCluster {
     }
 
     /// Tries again (fresh ports, fresh directory) when a port was taken between the harness
-    /// picking it and etcd binding it: other tests bind loopback ports at the same time.
+    /// picking it and etcd binding it (by a program outside the tests: [`crate::ports`] keeps
+    /// tests from handing out the same port).
     fn start_binary(binary: &Path, members: usize) -> anyhow::Result<Self> {
         if members == 0 {
             bail!("an etcd cluster needs at least one member");
@@ -77,13 +78,9 @@ impl EtcdCluster {
 
     fn launch(binary: &Path, members: usize) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix("e2e-etcd-").tempdir_in("/tmp")?;
-        // Every port bound at once, so all are distinct; released just before etcd binds them.
-        let listeners = (0..2 * members)
-            .map(|_| TcpListener::bind("127.0.0.1:0"))
+        let addrs = (0..2 * members)
+            .map(|_| crate::ports::free_port().map(|p| SocketAddr::from(([127, 0, 0, 1], p))))
             .collect::<std::io::Result<Vec<_>>>()?;
-        let addrs =
-            listeners.iter().map(TcpListener::local_addr).collect::<std::io::Result<Vec<_>>>()?;
-        drop(listeners);
         let unique = dir.path().file_name().map(|n| n.to_string_lossy().into_owned());
         let mut me = Self {
             binary: binary.to_path_buf(),

@@ -39,9 +39,6 @@ pub const MAX_NODES: usize = 256;
 /// The user hollow kubelets run as when the test runs as root.
 const NOBODY: u32 = 65534;
 
-/// How long kubelets get to bind their API's port once started.
-const KUBELET_START: Duration = Duration::from_secs(60);
-
 /// How long a kubelet or companion gets to stop after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(15);
 
@@ -177,10 +174,6 @@ fn chown(path: &Path, uid: u32) -> anyhow::Result<()> {
         .with_context(|| format!("chown {} to {uid}", path.display()))
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 impl HollowNode {
     async fn start(
         api: &ApiServer,
@@ -221,53 +214,25 @@ impl HollowNode {
             }
         }
 
-        let kubelet = spawn_kubelet(&name, &dir, kubelet, spec)?;
+        let mut cmd = Command::new(kubelet);
+        cmd.arg("--config")
+            .arg(dir.join("kubelet.yaml"))
+            .args(["--hostname-override", &name, "--node-ip", "127.0.0.1"])
+            .args(["--port", &crate::ports::free_port()?.to_string()])
+            .arg("--root-dir")
+            .arg(dir.join("root"))
+            .arg("--kubeconfig")
+            .arg(dir.join("kubeconfig"))
+            .arg("--client-ca-file")
+            .arg(&ca)
+            .args(&spec.kubelet_flags)
+            .env("RUST_LOG", &spec.kubelet_log);
+        if let Some(uid) = user {
+            cmd.uid(uid).gid(uid);
+        }
+        let kubelet = Process::spawn(&format!("{name}'s kubelet"), cmd, &dir.join("kubelet.log"))?;
         Ok(Self { name, dir, pod_cidr, kubelet, runtime })
     }
-
-    /// Whether its kubelet has logged that it serves its API (so its port was its own).
-    fn serving(&self) -> bool {
-        self.log_says(SERVING)
-    }
-
-    /// Whether its kubelet has logged that its API's port was taken.
-    fn port_taken(&self) -> bool {
-        self.log_says("Address already in use")
-    }
-
-    fn log_says(&self, what: &str) -> bool {
-        std::fs::read_to_string(self.kubelet.log_path()).is_ok_and(|log| log.contains(what))
-    }
-}
-
-/// What the kubelet logs (at `info`, from `kubelet::server::secure`) once its API's port is bound.
-const SERVING: &str = "serving the kubelet API";
-
-/// Starts node `name`'s kubelet on a port free when picked, its output in `<dir>/kubelet.log`.
-fn spawn_kubelet(
-    name: &str,
-    dir: &Path,
-    kubelet: &Path,
-    spec: &HollowSpec,
-) -> anyhow::Result<Process> {
-    let mut cmd = Command::new(kubelet);
-    cmd.arg("--config")
-        .arg(dir.join("kubelet.yaml"))
-        .args(["--hostname-override", name, "--node-ip", "127.0.0.1"])
-        .args(["--port", &free_port()?.to_string()])
-        .arg("--root-dir")
-        .arg(dir.join("root"))
-        .arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .arg("--client-ca-file")
-        .arg(dir.join("ca.crt"))
-        .args(&spec.kubelet_flags)
-        // The line saying the port is bound is always logged, whatever the filter.
-        .env("RUST_LOG", format!("{},kubelet::server::secure=info", spec.kubelet_log));
-    if let Some(uid) = kubelet_user() {
-        cmd.uid(uid).gid(uid);
-    }
-    Process::spawn(&format!("{name}'s kubelet"), cmd, &dir.join("kubelet.log"))
 }
 
 /// N hollow nodes joined to an apiserver.
@@ -294,56 +259,7 @@ impl HollowNodes {
         for i in 0..spec.nodes {
             nodes.push(HollowNode::start(api, dir, i, kubelet, spec).await?);
         }
-        let mut me = Self { nodes };
-        me.wait_serving(kubelet, spec, KUBELET_START).await?;
-        Ok(me)
-    }
-
-    /// Waits until every kubelet serves its API. A port is free when picked, but other tests
-    /// bind loopback ports meanwhile: a kubelet that found its port taken is started again on
-    /// another (as the apiserver and etcd harnesses do); any other exit is reported.
-    async fn wait_serving(
-        &mut self,
-        kubelet: &Path,
-        spec: &HollowSpec,
-        within: Duration,
-    ) -> anyhow::Result<()> {
-        let deadline = Instant::now() + within;
-        let mut starts = vec![1; self.nodes.len()];
-        let mut waiting: Vec<usize> = (0..self.nodes.len()).collect();
-        while !waiting.is_empty() {
-            let mut still = Vec::with_capacity(waiting.len());
-            for i in waiting {
-                let node = &mut self.nodes[i];
-                if node.serving() {
-                    continue;
-                }
-                match node.kubelet.check() {
-                    Ok(()) => still.push(i),
-                    Err(_) if starts[i] < 3 && node.port_taken() => {
-                        starts[i] += 1;
-                        std::fs::remove_file(node.kubelet.log_path())?;
-                        node.kubelet = spawn_kubelet(&node.name, &node.dir, kubelet, spec)?;
-                        still.push(i);
-                    }
-                    Err(exited) => return Err(exited.into()),
-                }
-            }
-            waiting = still;
-            if !waiting.is_empty() {
-                anyhow::ensure!(
-                    Instant::now() < deadline,
-                    "timed out after {within:?} waiting for kubelets to serve their API: {}",
-                    waiting
-                        .iter()
-                        .map(|&i| self.nodes[i].name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-        Ok(())
+        Ok(Self { nodes })
     }
 
     pub fn len(&self) -> usize {

@@ -54,9 +54,7 @@ pub struct Kubelet {
     env: Vec<(String, String)>,
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
+use crate::ports::free_port;
 
 impl Kubelet {
     /// Writes the config (state under `<containerd dir>/kubelet`) and starts the kubelet.

@@ -16,6 +16,7 @@
 //! - [`controllers`]: the controller-manager binary as a process.
 //! - [`hollow`]: hollow nodes (real kubelets on fake runtimes) joined to apiserver-lite, with the
 //!   scheduler and other control-plane processes: the scale-test cluster.
+//! - [`ports`]: loopback ports for components, never handed to two test processes.
 //! - [`process`]: a component as a child process: liveness with its log tail, RSS and CPU.
 //! - [`leaks`]: what teardown must leave behind (nothing), checked.
 //! - [`logind`]: a private system bus (`dbus-daemon`) with a stand-in systemd-logind, for
@@ -35,6 +36,7 @@ pub mod kubelet;
 pub mod leaks;
 pub mod logind;
 pub mod measure;
+pub mod ports;
 pub mod process;
 pub mod prom;
 pub mod registry;

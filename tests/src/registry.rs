@@ -3,7 +3,7 @@
 //! authentication from an htpasswd file (bcrypt), for image pull credentials.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,9 +26,9 @@ pub struct Registry {
 /// many.
 const BCRYPT_COST: u32 = 4;
 
-/// A free loopback port (bound and released; the registry binds it right after).
+/// A free loopback address (see [`crate::ports`]; the registry binds it right after).
 fn free_port() -> anyhow::Result<SocketAddr> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+    Ok(SocketAddr::from(([127, 0, 0, 1], crate::ports::free_port()?)))
 }
 
 /// `GET path` over HTTP/1.0; returns the status code and body.

@@ -168,7 +168,7 @@ struct Side {
 
 impl Side {
     async fn start(lite: bool) -> Side {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = e2e::ports::free_port().unwrap();
         let port = port.to_string();
         let cluster = HollowSpec::nodes(1)
             .scheduler()

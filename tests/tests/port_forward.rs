@@ -139,7 +139,7 @@ fn http_get(port: u16) -> std::io::Result<String> {
 
 /// A loopback port nobody listens on right now.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    e2e::ports::free_port().unwrap()
 }
 
 struct Cluster(JoinedNode);
