@@ -162,9 +162,17 @@ async fn a_failing_job_stops_at_its_backoff_limit_after_the_back_off() {
     let gap = retried.duration_since(finished).as_secs_f64();
     // Upstream's back-off: 10 s after the first failure (creation times are whole seconds).
     assert!(gap >= 9.0, "the retry waited {gap} s");
-    let (_, events, _) =
-        kubectl(&c.node.api, &["get", "events", "--field-selector", "involvedObject.name=bad"]);
-    assert!(events.contains("BackoffLimitExceeded"), "{events}");
+    // The controller records the event after the status it follows: wait for it.
+    let args = ["get", "events", "--field-selector", "involvedObject.name=bad"];
+    let seen = eventually("the BackoffLimitExceeded event", WAIT, POLL, || async {
+        let (_, events, _) = kubectl(&c.node.api, &args);
+        events.contains("BackoffLimitExceeded").then_some(())
+    })
+    .await;
+    if seen.is_err() {
+        let (_, events, _) = kubectl(&c.node.api, &args);
+        panic!("no BackoffLimitExceeded event for job/bad:\n{events}");
+    }
     c.stop().await;
 }
 

@@ -133,10 +133,14 @@ async fn pods_get_cgroups_under_their_qos_class_with_upstreams_limits() {
 
     // kubepods: capacity less systemReserved (not the eviction threshold), as upstream.
     let kp_memory = v1("memory", &kubepods);
-    let limit = kp_memory.join("memory.limit_in_bytes");
-    eventually("kubepods made", WAIT, POLL, || async { limit.exists().then_some(()) })
-        .await
-        .unwrap_or_else(|e| node.fail(e));
+    // kubepods' limits are written before its QoS children are made, besteffort's share last.
+    let besteffort_shares = v1("cpu", &format!("{kubepods}/besteffort")).join("cpu.shares");
+    eventually("kubepods and its QoS cgroups made", WAIT, POLL, || async {
+        let shares = std::fs::read_to_string(&besteffort_shares).ok()?;
+        (shares.trim() == "2").then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| node.fail(e));
     assert_eq!(number(&kp_memory, "memory.limit_in_bytes") as u64, mem_total() - 1024 * MIB);
     let cpus = std::thread::available_parallelism().unwrap().get() as i64;
     assert_eq!(number(&v1("cpu", &kubepods), "cpu.shares"), (cpus * 1000 - 500) * 1024 / 1000);

@@ -55,10 +55,31 @@ fn line_numbers(text: &str) -> Vec<u64> {
     text.lines().filter_map(|l| l.split(" line ").nth(1)?.split(' ').next()?.parse().ok()).collect()
 }
 
-fn gunzip(file: &Path) -> String {
+/// `file` unzipped; `None` if it was removed (by the next rotation) before it could be read.
+fn gunzip(file: &Path) -> Option<String> {
     let out = Command::new("gzip").arg("-dc").arg(file).output().unwrap();
+    if !out.status.success() && !file.exists() {
+        return None;
+    }
     assert!(out.status.success(), "gzip -dc {}: {:?}", file.display(), out);
-    String::from_utf8(out.stdout).unwrap()
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+/// The older rotated file unzipped, the newest as it is, and the number of the current file's
+/// first line: `None` while the directory is between two states (a file being compressed has
+/// its plain and its gzip copy side by side a moment) or a rotation happened between the reads.
+fn generations(dir: &Path, current: &Path) -> Option<(String, String, u64)> {
+    let files = log_files(dir);
+    let rotated: Vec<&PathBuf> = files.iter().filter(|f| *f != current).collect();
+    let [older, newest] = rotated[..] else { return None };
+    if !older.to_string_lossy().ends_with(".gz") || newest.to_string_lossy().ends_with(".gz") {
+        return None;
+    }
+    let gz = gunzip(older)?;
+    let plain = std::fs::read_to_string(newest).ok()?;
+    let first = std::fs::read_to_string(current).unwrap_or_default();
+    let first = *line_numbers(&first).first()?;
+    (log_files(dir) == files).then_some((plain, gz, first))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,21 +124,12 @@ async fn a_container_writing_fast_keeps_at_most_max_files_of_about_max_size() {
 
     // The newest rotation is plain text, the older ones gzip; every line of them is there,
     // in order, up to the first line of the current file.
-    let (plain, gz, first_current) = loop {
-        let files = log_files(&dir);
-        let rotated: Vec<&PathBuf> = files.iter().filter(|f| **f != current).collect();
-        let [older, newest] = rotated[..] else { continue };
-        let gz = gunzip(older);
-        let Ok(plain) = std::fs::read_to_string(newest) else { continue };
-        let first = std::fs::read_to_string(&current).unwrap_or_default();
-        // A rotation between the reads would mix two generations; look again.
-        if log_files(&dir) == files
-            && let Some(&first) = line_numbers(&first).first()
-        {
-            break (plain, gz, first);
-        }
-        tokio::time::sleep(POLL).await;
-    };
+    let read = eventually("two rotated generations", WAIT, POLL, || {
+        let found = generations(&dir, &current);
+        async move { found }
+    })
+    .await;
+    let (plain, gz, first_current) = read.unwrap_or_else(|e| node.fail(e));
     assert!(gz.len() as u64 <= SIZE_BOUND, "the gzipped log holds {} bytes", gz.len());
     let numbers: Vec<u64> = line_numbers(&gz).into_iter().chain(line_numbers(&plain)).collect();
     assert!(numbers.len() > 100, "{} lines", numbers.len());

@@ -378,11 +378,13 @@ fn kubectl_auth_reconcile_creates_and_extends_roles_and_a_binding_to_a_missing_r
         "{}",
         r.err
     );
-    // can-i answers no, with the evaluation error upstream's RBAC reports for the binding.
-    assert_eq!(
-        c.alice(&["auth", "can-i", "get", "secrets", "-n", "a"]).out,
-        "no - RBAC: role.rbac.authorization.k8s.io \"missing\" not found\n"
-    );
+    // can-i answers no, with the evaluation error upstream's RBAC reports for the binding
+    // (once the authorizer's index, kept from a watch, has the binding).
+    let want = "no - RBAC: role.rbac.authorization.k8s.io \"missing\" not found\n";
+    c.eventually("can-i to name the missing role", || {
+        let out = c.alice(&["auth", "can-i", "get", "secrets", "-n", "a"]).out;
+        (out == want).then_some(out)
+    });
     let described = c.admin_ok(&["-n", "a", "describe", "rolebinding", "ghost"]);
     assert!(
         described.contains("Kind:  Role") && described.contains("Name:  missing"),
