@@ -91,8 +91,11 @@ async fn kubectl_top_prints_the_nodes_and_pods_usage_with_nothing_else_installed
         let out = text(&o).0;
         let named: BTreeSet<String> = rows(&out).iter().skip(1).map(|r| r[1].clone()).collect();
         let busy_cpu = rows(&out).iter().find(|r| r[1] == "busy").map(|r| figure(&r[2], "m"));
-        (o.status.success() && want.iter().all(|p| named.contains(*p)) && busy_cpu > Some(0))
-            .then_some(out)
+        let idle_mem = rows(&out).iter().find(|r| r[1] == "idle").map(|r| figure(&r[3], "Mi"));
+        // (CPU is a rate over the last two scrapes, one of which may predate the spin; memory is
+        // read at a scrape, which may come before the 8 MB are written.)
+        let figures = busy_cpu > Some(100) && idle_mem > Some(0);
+        (o.status.success() && want.iter().all(|p| named.contains(*p)) && figures).then_some(out)
     })
     .await
     .unwrap_or_else(|e| panic!("{}", node.logs(&e.to_string())));
