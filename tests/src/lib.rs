@@ -43,7 +43,7 @@ pub mod registry;
 pub mod require;
 pub mod scheduler;
 
-pub use eventually::eventually;
+pub use eventually::{eventually, eventually_showing};
 
 /// A binary of this workspace: beside this executable (a binary in `target/<profile>`) or one
 /// level up (a test in `target/<profile>/deps`).

@@ -11,7 +11,7 @@ use e2e::apiserver::ApiServer;
 use e2e::cluster::JoinedNode;
 use e2e::controllers::ControllerManager;
 use e2e::scheduler::Scheduler;
-use e2e::{eventually, require};
+use e2e::{eventually, eventually_showing, require};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -164,15 +164,12 @@ async fn a_failing_job_stops_at_its_backoff_limit_after_the_back_off() {
     assert!(gap >= 9.0, "the retry waited {gap} s");
     // The controller records the event after the status it follows: wait for it.
     let args = ["get", "events", "--field-selector", "involvedObject.name=bad"];
-    let seen = eventually("the BackoffLimitExceeded event", WAIT, POLL, || async {
+    eventually_showing("job/bad's BackoffLimitExceeded event", WAIT, POLL, || async {
         let (_, events, _) = kubectl(&c.node.api, &args);
-        events.contains("BackoffLimitExceeded").then_some(())
+        if events.contains("BackoffLimitExceeded") { Ok(()) } else { Err(events) }
     })
-    .await;
-    if seen.is_err() {
-        let (_, events, _) = kubectl(&c.node.api, &args);
-        panic!("no BackoffLimitExceeded event for job/bad:\n{events}");
-    }
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}"));
     c.stop().await;
 }
 

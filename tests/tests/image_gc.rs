@@ -9,7 +9,7 @@ use std::time::Duration;
 use e2e::cluster::StandaloneNode;
 use e2e::containerd::SANDBOX_IMAGE;
 use e2e::kubelet::NODE;
-use e2e::{eventually, require};
+use e2e::{eventually, eventually_showing, require};
 use proto::cri;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -57,14 +57,12 @@ async fn above_the_high_threshold_unused_images_go_and_the_image_in_use_stays() 
 
     // The first collection runs at start, removing unused images one by one.
     let want = ["docker.io/library/busybox:1.35", SANDBOX_IMAGE];
-    let removed = eventually("unused images removed", WAIT, POLL, || async {
-        (image_names(&node).await == want).then_some(())
-    })
-    .await;
-    if let Err(e) = removed {
+    eventually_showing("only the used and the sandbox images left", WAIT, POLL, || async {
         let left = image_names(&node).await;
-        node.fail(format!("{e:#}: {left:?} left of {before:?}, {want:?} wanted"));
-    }
+        if left == want { Ok(()) } else { Err(left) }
+    })
+    .await
+    .unwrap_or_else(|e| node.fail(format!("{e:#}; before: {before:?}, wanted: {want:?}")));
     // The pod runs on, untouched.
     node.running(&format!("sleeper-{NODE}"), WAIT, POLL).await;
     // The event follows the whole pass, which may still be removing other unused images.

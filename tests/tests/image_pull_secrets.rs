@@ -16,7 +16,7 @@ use e2e::apiserver::ApiServer;
 use e2e::containerd::{Containerd, ContainerdOptions};
 use e2e::kubelet::Kubelet;
 use e2e::registry::Registry;
-use e2e::{eventually, require};
+use e2e::{eventually, eventually_showing, require};
 use images::TestImage;
 use k8s_openapi::api::core::v1::{Event, Pod, Secret};
 use kube::Api;
@@ -124,15 +124,11 @@ async fn pulls_from_a_protected_registry_take_pull_secrets_or_the_nodes_config()
         // events tell it.)
         wait_state(&pods, "anonymous", "ImagePullBackOff").await?;
         // Events are posted beside the status, not before it: wait for the last of them.
-        let backoff = eventually("the ImagePullBackOff event", WAIT, POLL, || async {
+        let failed = eventually_showing("the ImagePullBackOff event", WAIT, POLL, || async {
             let failed = events(&event_api, "anonymous", "Failed").await;
-            failed.iter().any(|m| m == "Error: ImagePullBackOff").then_some(failed)
+            if failed.iter().any(|m| m == "Error: ImagePullBackOff") { Ok(failed) } else { Err(failed) }
         })
-        .await;
-        let failed = match backoff {
-            Ok(failed) => failed,
-            Err(_) => events(&event_api, "anonymous", "Failed").await,
-        };
+        .await?;
         assert!(failed.iter().any(|m| m.contains("401 Unauthorized")), "{failed:?}");
         assert!(failed.iter().any(|m| m == "Error: ErrImagePull"), "{failed:?}");
         assert!(failed.iter().any(|m| m == "Error: ImagePullBackOff"), "{failed:?}");
